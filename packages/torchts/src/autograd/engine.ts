@@ -1,0 +1,191 @@
+// The backward engine: walks the graph from the roots in dependency order, calling each
+// node's vjp (itself made of dispatched ops) and accumulating into leaves' .grad.
+import { Tensor } from "../tensor.js";
+import { isGradEnabled, setGradEnabled } from "./grad_mode.js";
+import { AccumulateGrad, type Edge, type Node } from "./node.js";
+import { add } from "../ops/math.js";
+import { onesLike, zeros } from "../ops/creation.js";
+import { detach } from "../ops/shape_ops.js";
+
+export interface BackwardOptions {
+  retainGraph?: boolean;
+  createGraph?: boolean;
+}
+
+function edgeFor(t: Tensor): Edge | null {
+  if (t.gradFn) return { node: t.gradFn, index: t._outputNr };
+  if (t.requiresGrad) return { node: t._accNode(), index: 0 };
+  return null;
+}
+
+function accumulate(a: Tensor | null, b: Tensor): Tensor {
+  return a ? add(a, b) : b;
+}
+
+/**
+ * Run backward from `roots` with gradients `grads`. With `capture`, gradients reaching the
+ * given edges are returned instead of accumulated into .grad (torch.autograd.grad).
+ */
+export function runBackward(
+  roots: Tensor[],
+  grads: (Tensor | null)[],
+  opts: BackwardOptions,
+  capture?: Tensor[],
+): (Tensor | null)[] | void {
+  const createGraph = opts.createGraph ?? false;
+  const retain = opts.retainGraph ?? createGraph;
+  const rootEdges = roots.map((t, i) => {
+    const e = edgeFor(t);
+    if (!e) throw new Error(`element ${i} of tensors does not require grad and does not have a grad_fn`);
+    return e;
+  });
+  const rootGrads = roots.map((t, i) => {
+    const g = grads[i];
+    if (g) {
+      if (g.shape.length !== t.shape.length || g.shape.some((d, k) => d !== t.shape[k]))
+        throw new RangeError(`Mismatch in shape: grad_output[${i}] has a shape of [${g.shape.join(", ")}] and output[${i}] has a shape of [${t.shape.join(", ")}].`);
+      return g;
+    }
+    if (t.numel() !== 1) throw new Error("grad can be implicitly created only for scalar outputs");
+    return onesLike(t);
+  });
+
+  // dependency counts
+  const deps = new Map<Node, number>();
+  const seen = new Set<Node>();
+  const stack = rootEdges.map((e) => e.node);
+  while (stack.length) {
+    const n = stack.pop()!;
+    if (seen.has(n)) continue;
+    seen.add(n);
+    for (const e of n.next) {
+      if (!e) continue;
+      deps.set(e.node, (deps.get(e.node) ?? 0) + 1);
+      stack.push(e.node);
+    }
+  }
+
+  const captureMap = new Map<Node, Map<number, number>>();
+  const captured: (Tensor | null)[] = [];
+  if (capture)
+    capture.forEach((t, i) => {
+      captured.push(null);
+      const e = edgeFor(t);
+      if (!e) throw new Error(`One of the differentiated Tensors (input ${i}) does not require grad`);
+      const m = captureMap.get(e.node) ?? new Map();
+      m.set(e.index, i);
+      captureMap.set(e.node, m);
+    });
+
+  const buffers = new Map<Node, (Tensor | null)[]>();
+  const put = (e: Edge, g: Tensor) => {
+    let b = buffers.get(e.node);
+    if (!b) buffers.set(e.node, (b = []));
+    b[e.index] = accumulate(b[e.index] ?? null, g);
+  };
+  rootEdges.forEach((e, i) => put(e, rootGrads[i]!));
+
+  const ready: Node[] = [];
+  for (const e of rootEdges) if (!deps.get(e.node) && !ready.includes(e.node)) ready.push(e.node);
+
+  const prevGrad = isGradEnabled();
+  setGradEnabled(createGraph);
+  try {
+    while (ready.length) {
+      // highest sequence number first: later ops are differentiated first, like PyTorch
+      ready.sort((a, b) => a.seq - b.seq);
+      const node = ready.pop()!;
+      const gin = buffers.get(node) ?? [];
+      buffers.delete(node);
+      // tensor hooks and retain_grad on this node's outputs
+      if (node.preHooks)
+        for (const [idx, hooks] of node.preHooks) {
+          for (const h of hooks) {
+            const g = gin[idx];
+            if (!g) continue;
+            const r = h(g);
+            if (r instanceof Tensor) gin[idx] = r;
+          }
+        }
+      if (node.retained)
+        for (const [idx, ref] of node.retained) {
+          const t = ref.deref();
+          const g = gin[idx];
+          if (t && g) t._grad = t._grad ? add(t._grad, g) : createGraph ? g : detach(g);
+        }
+      const cap = captureMap.get(node);
+      if (cap) for (const [idx, slot] of cap) captured[slot] = gin[idx] ?? null;
+
+      if (node instanceof AccumulateGrad) {
+        if (!capture) accumulateLeaf(node.variable, gin[0] ?? null, createGraph);
+        continue;
+      }
+      const filled = gin.length ? gin : [null];
+      if (filled.every((g) => !g)) {
+        releaseAndDecrement(node, ready, deps, retain);
+        continue;
+      }
+      const outGrads = node.outputs.map(
+        (o, i) => gin[i] ?? zeros(o.shape, { dtype: o.dtype as Tensor["dtype"], device: o.device }),
+      );
+      const saved = node.unpackSaved();
+      const inGrads = node.vjp(outGrads, saved, node);
+      if (!retain) node.release();
+      node.next.forEach((e, i) => {
+        if (!e) return;
+        const g = inGrads[i];
+        if (g) put(e, g);
+      });
+      releaseAndDecrement(node, ready, deps, retain, true);
+    }
+  } finally {
+    setGradEnabled(prevGrad);
+  }
+  if (capture) return captured;
+}
+
+function releaseAndDecrement(node: Node, ready: Node[], deps: Map<Node, number>, retain: boolean, done = false): void {
+  if (!done && !retain) node.release();
+  for (const e of node.next) {
+    if (!e) continue;
+    const c = deps.get(e.node)! - 1;
+    deps.set(e.node, c);
+    if (c === 0) ready.push(e.node);
+  }
+}
+
+function accumulateLeaf(v: Tensor, g: Tensor | null, createGraph: boolean): void {
+  if (!g) return;
+  if (v._hooks)
+    for (const h of v._hooks) {
+      const r = h(g);
+      if (r instanceof Tensor) g = r;
+    }
+  const gg = createGraph ? g : detach(g);
+  v._grad = v._grad ? (createGraph ? add(v._grad, gg) : detach(add(v._grad, gg))) : gg;
+  if (v._postAccHooks) for (const h of v._postAccHooks) h(v);
+}
+
+/** torch.autograd.grad */
+export function grad(
+  outputs: Tensor | Tensor[],
+  inputs: Tensor | Tensor[],
+  opts: BackwardOptions & { gradOutputs?: Tensor | (Tensor | null)[]; allowUnused?: boolean } = {},
+): (Tensor | null)[] {
+  const outs = Array.isArray(outputs) ? outputs : [outputs];
+  const ins = Array.isArray(inputs) ? inputs : [inputs];
+  const go = opts.gradOutputs === undefined ? [] : Array.isArray(opts.gradOutputs) ? opts.gradOutputs : [opts.gradOutputs];
+  const r = runBackward(outs, outs.map((_, i) => go[i] ?? null), opts, ins) as (Tensor | null)[];
+  if (!opts.allowUnused)
+    r.forEach((g, i) => {
+      if (!g)
+        throw new Error(
+          `One of the differentiated Tensors (input ${i}) appears to not have been used in the graph. Set allowUnused: true if this is the desired behavior.`,
+        );
+    });
+  return r;
+}
+
+export function backward(t: Tensor, gradient?: Tensor | null, opts: BackwardOptions & { inputs?: Tensor[] } = {}): void {
+  runBackward([t], [gradient ?? null], opts);
+}

@@ -1,0 +1,71 @@
+// Autograd graph nodes. A node holds what its backward needs (saved tensors, with the
+// storage version they had) and edges to the nodes that produced its inputs.
+import type { Tensor } from "../tensor.js";
+
+export interface Edge {
+  node: Node;
+  index: number; // which output of `node` the tensor was
+}
+
+export interface SavedTensor {
+  t: Tensor | null;
+  version: number;
+}
+
+export type Vjp = (grads: (Tensor | null)[], saved: Tensor[], node: Node) => (Tensor | null | undefined)[];
+export type TensorHook = (grad: Tensor) => Tensor | void | undefined;
+
+let seq = 0;
+
+export class Node {
+  readonly seq = seq++;
+  saved: SavedTensor[] | null;
+  released = false;
+  /** Tensor hooks and retain_grad targets for this node's outputs (non-leaf tensors). */
+  preHooks: Map<number, TensorHook[]> | null = null;
+  retained: Map<number, WeakRef<Tensor>> | null = null;
+  constructor(
+    readonly name: string,
+    readonly next: (Edge | null)[],
+    saved: (Tensor | null)[],
+    readonly vjp: Vjp,
+    readonly outputs: { shape: number[]; dtype: string; device: string }[],
+    readonly ctx: Record<string, unknown> = {},
+  ) {
+    this.saved = saved.map((t) => ({ t, version: t ? t._storage.version : 0 }));
+  }
+
+  unpackSaved(): Tensor[] {
+    if (this.released || !this.saved)
+      throw new Error(
+        "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). " +
+          "Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). " +
+          "Specify retainGraph: true if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.",
+      );
+    return this.saved.map((s, i) => {
+      if (!s.t) return null as unknown as Tensor;
+      if (s.t._storage.version !== s.version)
+        throw new Error(
+          `one of the variables needed for gradient computation has been modified by an inplace operation: ` +
+            `[${s.t.dtype} [${s.t.shape.join(", ")}]] (saved tensor ${i} of ${this.name}) is at version ${s.t._storage.version}; ` +
+            `expected version ${s.version} instead.`,
+        );
+      return s.t;
+    });
+  }
+
+  release(): void {
+    this.released = true;
+    this.saved = null;
+  }
+}
+
+/** The node that accumulates into a leaf's .grad. */
+export class AccumulateGrad extends Node {
+  constructor(readonly variable: Tensor) {
+    super("AccumulateGrad", [], [], () => [], [
+      { shape: [...variable.shape], dtype: variable.dtype, device: variable.device },
+    ]);
+  }
+  override release(): void {}
+}

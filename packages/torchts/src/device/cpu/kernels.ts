@@ -1,0 +1,371 @@
+// One kernel builder per primitive. The Record type makes a missing primitive a type error.
+import { isFloating, type DType } from "../../ir/dtype.js";
+import type { BinaryOp, IRNode, PrimName, PrimParams, UnaryOp } from "../../ir/prims.js";
+import { contiguousStrides, numel, type Shape } from "../../ir/shape.js";
+import { elementwise, reduction, storeExpr, type Arr, type Kernel } from "./codegen.js";
+import { H, philox } from "./math.js";
+
+const UNARY: Record<UnaryOp, (x: string, d: DType) => string> = {
+  identity: (x) => x,
+  neg: (x) => `-${x}`,
+  exp: (x) => `Math.exp(${x})`,
+  log: (x) => `Math.log(${x})`,
+  sqrt: (x) => `Math.sqrt(${x})`,
+  rsqrt: (x) => `1/Math.sqrt(${x})`,
+  sin: (x) => `Math.sin(${x})`,
+  cos: (x) => `Math.cos(${x})`,
+  tan: (x) => `Math.tan(${x})`,
+  tanh: (x) => `Math.tanh(${x})`,
+  sigmoid: (x) => `1/(1+Math.exp(-${x}))`,
+  abs: (x) => `Math.abs(${x})`,
+  sign: (x) => `H.sign(${x})`,
+  floor: (x) => `Math.floor(${x})`,
+  ceil: (x) => `Math.ceil(${x})`,
+  round: (x) => `H.roundEven(${x})`,
+  trunc: (x) => `Math.trunc(${x})`,
+  erf: (x) => `H.erf(${x})`,
+  expm1: (x) => `Math.expm1(${x})`,
+  log1p: (x) => `Math.log1p(${x})`,
+  reciprocal: (x) => `1/${x}`,
+  not: (x) => `(${x}===0)`,
+  bitnot: (x, d) => (d === "bool" ? `(${x}===0)` : `~${x}`),
+  isnan: (x) => `(${x}!==${x})`,
+  isinf: (x) => `(${x}===Infinity||${x}===-Infinity)`,
+  atan: (x) => `Math.atan(${x})`,
+  asin: (x) => `Math.asin(${x})`,
+  acos: (x) => `Math.acos(${x})`,
+  sinh: (x) => `Math.sinh(${x})`,
+  cosh: (x) => `Math.cosh(${x})`,
+  asinh: (x) => `Math.asinh(${x})`,
+  acosh: (x) => `Math.acosh(${x})`,
+  atanh: (x) => `Math.atanh(${x})`,
+  log2: (x) => `Math.log2(${x})`,
+  exp2: (x) => `Math.pow(2,${x})`,
+  frac: (x) => `(${x}-Math.trunc(${x}))`,
+};
+
+const BINARY: Record<BinaryOp, (a: string, b: string, d: DType) => string> = {
+  add: (a, b) => `${a}+${b}`,
+  sub: (a, b) => `${a}-${b}`,
+  mul: (a, b) => `${a}*${b}`,
+  div: (a, b) => `${a}/${b}`,
+  pow: (a, b) => `Math.pow(${a},${b})`,
+  maximum: (a, b) => `((${a}!==${a}||${b}!==${b})?NaN:(${a}>${b}?${a}:${b}))`,
+  minimum: (a, b) => `((${a}!==${a}||${b}!==${b})?NaN:(${a}<${b}?${a}:${b}))`,
+  atan2: (a, b) => `Math.atan2(${a},${b})`,
+  eq: (a, b) => `(${a}===${b})`,
+  ne: (a, b) => `(${a}!==${b})`,
+  lt: (a, b) => `(${a}<${b})`,
+  le: (a, b) => `(${a}<=${b})`,
+  gt: (a, b) => `(${a}>${b})`,
+  ge: (a, b) => `(${a}>=${b})`,
+  and: (a, b) => `(${a}!==0&&${b}!==0)`,
+  or: (a, b) => `(${a}!==0||${b}!==0)`,
+  xor: (a, b) => `((${a}!==0)!==(${b}!==0))`,
+  bitand: (a, b) => `(${a}&${b})`,
+  bitor: (a, b) => `(${a}|${b})`,
+  bitxor: (a, b) => `(${a}^${b})`,
+  fmod: (a, b) => `(${a}%${b})`,
+  remainder: (a, b, d) =>
+    isFloating(d) ? `(${a}-Math.floor(${a}/${b})*${b})` : `((${a}%${b})+(((${a}%${b})!==0&&((${a}<0)!==(${b}<0)))?${b}:0))`,
+  floordiv: (a, b) => `Math.floor(${a}/${b})`,
+  truncdiv: (a, b) => `Math.trunc(${a}/${b})`,
+};
+
+function castExpr(x: string, from: DType, to: DType): string {
+  if (to === "bool") return `(${x}!==0)`;
+  if (!isFloating(to) && isFloating(from)) return `(Number.isFinite(${x})?Math.trunc(${x}):0)`;
+  return x;
+}
+
+type Builder<P extends PrimName> = (n: IRNode<P>) => Kernel;
+
+function odometer(shape: Shape, fn: (idx: number[]) => void): void {
+  const nd = shape.length;
+  const n = numel(shape);
+  if (n === 0) return;
+  const idx = new Array<number>(nd).fill(0);
+  for (let p = 0; p < n; p++) {
+    fn(idx);
+    for (let d = nd - 1; d >= 0; d--) {
+      if (++idx[d]! < shape[d]!) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+function dot(idx: number[], strides: Shape, skip = -1): number {
+  let s = 0;
+  for (let d = 0; d < idx.length; d++) if (d !== skip) s += idx[d]! * strides[d]!;
+  return s;
+}
+
+function checkIndex(v: number, size: number, dim: number, op: string): number {
+  if (!(v >= 0 && v < size))
+    throw new RangeError(`${op}: index ${v} is out of bounds for dimension ${dim} with size ${size}`);
+  return v;
+}
+
+const builders: { [P in PrimName]: Builder<P> } = {
+  unary: (n) => {
+    const d = n.inputs[0]!.dtype;
+    return elementwise(n.out.shape, [n.inputs[0]!.strides], ([x]) => UNARY[n.params.op](x!, d), n.out.dtype);
+  },
+  binary: (n) => {
+    const d = n.inputs[0]!.dtype;
+    return elementwise(
+      n.out.shape,
+      n.inputs.map((v) => v.strides),
+      ([a, b]) => BINARY[n.params.op](a!, b!, d),
+      n.out.dtype,
+    );
+  },
+  where: (n) =>
+    elementwise(n.out.shape, n.inputs.map((v) => v.strides), ([c, a, b]) => `(${c}!==0?${a}:${b})`, n.out.dtype),
+  cast: (n) =>
+    elementwise(n.out.shape, [n.inputs[0]!.strides], ([x]) => castExpr(x!, n.inputs[0]!.dtype, n.out.dtype), n.out.dtype),
+  reduce: (n) => {
+    const { op, axes } = n.params;
+    const v = n.inputs[0]!;
+    const spec: Record<typeof op, [string, string, string]> = {
+      sum: ["0", "acc+=x;", "acc"],
+      prod: ["1", "acc*=x;", "acc"],
+      max: ["-Infinity", "if(acc===acc&&(x>acc||x!==x))acc=x;", "acc"],
+      min: ["Infinity", "if(acc===acc&&(x<acc||x!==x))acc=x;", "acc"],
+      any: ["0", "if(x!==0)acc=1;", "acc"],
+      all: ["1", "if(x===0)acc=0;", "acc"],
+    };
+    const [init, comb, fin] = spec[op];
+    return reduction(v.shape, v.strides, axes, init, comb, fin, n.out.dtype);
+  },
+  argreduce: (n) => {
+    const v = n.inputs[0]!;
+    const cmp = n.params.op === "argmax" ? ">" : "<";
+    // first occurrence wins; NaN counts as the extreme (as PyTorch)
+    const comb = `if(best===best&&(x${cmp}best||x!==x)){best=x;acc=j;}j++;`;
+    const { shape, strides } = v;
+    const ax = n.params.axis;
+    const kept = shape.map((_, d) => d).filter((d) => d !== ax);
+    const idx = ["o0", ...shape.map((_, d) => `i${d}*${strides[d]}`)].join("+");
+    let code = `let acc=0,best=${cmp === ">" ? "-Infinity" : "Infinity"},j=0;for(let i${ax}=0;i${ax}<${shape[ax]};i${ax}++){const x=I0[${idx}];${comb}}O[p++]=acc;`;
+    for (let k = kept.length - 1; k >= 0; k--) {
+      const d = kept[k]!;
+      code = `for(let i${d}=0;i${d}<${shape[d]};i${d}++){${code}}`;
+    }
+    return new Function(`return function(O, ins, offs){const I0=ins[0], o0=offs[0]; let p=0;${code}}`)() as Kernel;
+  },
+  matmul: (n) => {
+    const [a, b] = n.inputs as [IRNode["inputs"][0], IRNode["inputs"][0]];
+    const nd = a.shape.length;
+    const M = a.shape[nd - 2]!;
+    const K = a.shape[nd - 1]!;
+    const N = b.shape[nd - 1]!;
+    const batch = n.out.shape.slice(0, nd - 2);
+    const sam = a.strides[nd - 2]!,
+      sak = a.strides[nd - 1]!,
+      sbk = b.strides[nd - 2]!,
+      sbn = b.strides[nd - 1]!;
+    const abs = a.strides.slice(0, nd - 2);
+    const bbs = b.strides.slice(0, nd - 2);
+    const store = new Function("H", `return (x)=>${storeExpr("x", n.out.dtype)}`)((H)) as (x: number) => number;
+    return (O, ins, offs) => {
+      const A = ins[0]!,
+        B = ins[1]!;
+      const acc = new Float64Array(N);
+      let p = 0;
+      const run = (idx: number[]) => {
+        const ao = offs[0]! + dot(idx, abs);
+        const bo = offs[1]! + dot(idx, bbs);
+        for (let i = 0; i < M; i++) {
+          acc.fill(0);
+          const ai = ao + i * sam;
+          for (let k = 0; k < K; k++) {
+            const av = A[ai + k * sak]!;
+            const bk = bo + k * sbk;
+            for (let j = 0; j < N; j++) acc[j] += av * B[bk + j * sbn]!;
+          }
+          for (let j = 0; j < N; j++) O[p++] = store(acc[j]!);
+        }
+      };
+      if (batch.length === 0) run([]);
+      else odometer(batch, run);
+    };
+  },
+  gather: (n) => {
+    const [x, idx] = n.inputs as [IRNode["inputs"][0], IRNode["inputs"][0]];
+    const dim = n.params.dim;
+    const size = x.shape[dim]!;
+    return (O, ins, offs) => {
+      const X = ins[0]!,
+        I = ins[1]!;
+      let p = 0;
+      odometer(idx.shape, (ix) => {
+        const v = checkIndex(I[offs[1]! + dot(ix, idx.strides)]!, size, dim, "gather");
+        O[p++] = X[offs[0]! + dot(ix, x.strides, dim) + v * x.strides[dim]!]!;
+      });
+    };
+  },
+  scatterAdd: (n) => {
+    const [self, idx, src] = n.inputs as [IRNode["inputs"][0], IRNode["inputs"][0], IRNode["inputs"][0]];
+    const dim = n.params.dim;
+    const outStrides = contiguousStrides(self.shape);
+    const size = self.shape[dim]!;
+    const copy = elementwise(self.shape, [self.strides], ([x]) => x!, n.out.dtype);
+    return (O, ins, offs) => {
+      copy(O, [ins[0]!], [offs[0]!], []);
+      const I = ins[1]!,
+        S = ins[2]!;
+      odometer(idx.shape, (ix) => {
+        const v = checkIndex(I[offs[1]! + dot(ix, idx.strides)]!, size, dim, "scatter_add");
+        O[dot(ix, outStrides, dim) + v * outStrides[dim]!] += S[offs[2]! + dot(ix, src.strides)]!;
+      });
+    };
+  },
+  stridedScatter: (n) => {
+    const src = n.inputs[0]!;
+    const { shape, strides, offset } = n.params;
+    return (O, ins, offs) => {
+      for (let i = 0; i < O.length; i++) O[i] = 0;
+      const S = ins[0]!;
+      odometer(shape, (ix) => {
+        O[offset + dot(ix, strides)] += S[offs[0]! + dot(ix, src.strides)]!;
+      });
+    };
+  },
+  scan: (n) => {
+    const x = n.inputs[0]!;
+    const { op, dim } = n.params;
+    const outStrides = contiguousStrides(x.shape);
+    const L = x.shape[dim]!;
+    const outer = x.shape.map((s, d) => (d === dim ? 1 : s));
+    const store = new Function("H", `return (x)=>${storeExpr("x", n.out.dtype)}`)(H) as (x: number) => number;
+    return (O, ins, offs) => {
+      const X = ins[0]!;
+      odometer(outer, (ix) => {
+        let acc = op === "sum" ? 0 : 1;
+        const xo = offs[0]! + dot(ix, x.strides);
+        const oo = dot(ix, outStrides);
+        for (let i = 0; i < L; i++) {
+          const v = X[xo + i * x.strides[dim]!]!;
+          acc = op === "sum" ? acc + v : acc * v;
+          acc = store(acc);
+          O[oo + i * outStrides[dim]!] = acc;
+        }
+      });
+    };
+  },
+  argsort: (n) => {
+    const x = n.inputs[0]!;
+    const { dim, descending } = n.params;
+    const outStrides = contiguousStrides(x.shape);
+    const L = x.shape[dim]!;
+    const outer = x.shape.map((s, d) => (d === dim ? 1 : s));
+    return (O, ins, offs) => {
+      const X = ins[0]!;
+      const ids = Array.from({ length: L }, (_, i) => i);
+      const vals = new Float64Array(L);
+      odometer(outer, (ix) => {
+        const xo = offs[0]! + dot(ix, x.strides);
+        for (let i = 0; i < L; i++) {
+          vals[i] = X[xo + i * x.strides[dim]!]!;
+          ids[i] = i;
+        }
+        // NaN sorts as the largest value, as in PyTorch; Array.prototype.sort is stable.
+        const key = (v: number) => (v !== v ? Infinity : v);
+        ids.sort((i, j) => {
+          const a = vals[i]!,
+            b = vals[j]!;
+          if (a !== a || b !== b) {
+            const an = a !== a ? 1 : 0,
+              bn = b !== b ? 1 : 0;
+            return descending ? bn - an : an - bn;
+          }
+          return descending ? key(b) - key(a) : key(a) - key(b);
+        });
+        const oo = dot(ix, outStrides);
+        for (let i = 0; i < L; i++) O[oo + i * outStrides[dim]!] = ids[i]!;
+      });
+    };
+  },
+  rand: (n) => {
+    const total = numel(n.out.shape);
+    const dist = n.params.dist;
+    const d = n.out.dtype;
+    const store = new Function("H", `return (x)=>${storeExpr("x", d)}`)(H) as (x: number) => number;
+    const wide = d === "float64";
+    return (O, _ins, _offs, S) => {
+      const [seedLo, seedHi, offLo, offHi] = S as [number, number, number, number];
+      const w = new Uint32Array(4);
+      for (let i = 0; i < total; i++) {
+        // counter = 64-bit offset + i, carried into the high word
+        const lo = offLo + i;
+        philox(lo >>> 0, (offHi + Math.floor(lo / 4294967296)) >>> 0, 0, 0, seedLo, seedHi, w);
+        const u0 = wide ? ((w[0]! >>> 5) * 67108864 + (w[1]! >>> 6)) / 9007199254740992 : (w[0]! >>> 8) / 16777216;
+        if (dist === "uniform") O[i] = store(u0);
+        else {
+          const u1 = ((w[2]! >>> 5) * 67108864 + (w[3]! >>> 6)) / 9007199254740992;
+          O[i] = store(Math.sqrt(-2 * Math.log(1 - u0)) * Math.cos(2 * Math.PI * u1));
+        }
+      }
+    };
+  },
+  full: (n) => {
+    const total = numel(n.out.shape);
+    const store = new Function("H", `return (x)=>${storeExpr("x", n.out.dtype)}`)(H) as (x: number) => number;
+    return (O, _i, _o, S) => {
+      const v = store(S[0]!);
+      for (let i = 0; i < total; i++) O[i] = v;
+    };
+  },
+  arange: (n) => {
+    const total = numel(n.out.shape);
+    const store = new Function("H", `return (x)=>${storeExpr("x", n.out.dtype)}`)(H) as (x: number) => number;
+    return (O, _i, _o, S) => {
+      for (let i = 0; i < total; i++) O[i] = store(S[0]! + i * S[1]!);
+    };
+  },
+  cat: (n) => {
+    const dim = n.params.dim;
+    const outStrides = contiguousStrides(n.out.shape);
+    const copies = n.inputs.map((v) => {
+      // write each input into its slab of the output through a strided elementwise copy
+      return elementwise(v.shape, [v.strides], ([x]) => x!, n.out.dtype);
+    });
+    return (O, ins, offs) => {
+      let start = 0;
+      n.inputs.forEach((v, k) => {
+        const tmp = new (O.constructor as new (n: number) => Arr)(numel(v.shape));
+        copies[k]!(tmp, [ins[k]!], [offs[k]!], []);
+        const base = start * outStrides[dim]!;
+        let p = 0;
+        odometer(v.shape, (ix) => {
+          O[base + dot(ix, outStrides)] = tmp[p++]!;
+        });
+        start += v.shape[dim]!;
+      });
+    };
+  },
+  pad: (n) => {
+    const x = n.inputs[0]!;
+    const pads = n.params.pads;
+    const outStrides = contiguousStrides(n.out.shape);
+    const total = numel(n.out.shape);
+    const base = pads.reduce((s, _, i) => (i % 2 === 0 ? s + pads[i]! * outStrides[i / 2]! : s), 0);
+    const store = new Function("H", `return (x)=>${storeExpr("x", n.out.dtype)}`)(H) as (x: number) => number;
+    return (O, ins, offs, S) => {
+      const v = store(S[0]!);
+      for (let i = 0; i < total; i++) O[i] = v;
+      const X = ins[0]!;
+      odometer(x.shape, (ix) => {
+        O[base + dot(ix, outStrides)] = X[offs[0]! + dot(ix, x.strides)]!;
+      });
+    };
+  },
+};
+
+
+export function buildKernel(node: IRNode): Kernel {
+  return (builders[node.prim] as Builder<PrimName>)(node);
+}
+
+export type { PrimParams };

@@ -1,0 +1,77 @@
+// torchts: PyTorch for TypeScript. `import * as torch from "torchts"`.
+import { registerDevice as _register } from "./device/plugin.js";
+import { cpu as cpuDevice } from "./device/cpu/index.js";
+import "./methods.js";
+
+_register("cpu", cpuDevice);
+
+export { Tensor, scope, keep } from "./tensor.js";
+export type { Scalar, TensorLike, NestedArray } from "./tensor.js";
+export type { DType } from "./ir/dtype.js";
+export { promoteTypes, getDefaultDtype, setDefaultDtype } from "./ir/dtype.js";
+export { registerDevice, getDevice } from "./device/plugin.js";
+export type { DevicePlugin, DeviceBuffer, Executable, KernelArg, CompositeOverride } from "./device/plugin.js";
+export type { IRGraph, IRNode, PrimName, PrimParams } from "./ir/prims.js";
+export { setEagerMode, getEagerMode, withEagerMode, setDetectAnomaly, isAnomalyEnabled } from "./runtime/mode.js";
+export type { EagerMode } from "./runtime/mode.js";
+export { noGrad, enableGrad, inferenceMode, isGradEnabled, setGradEnabled, isInferenceMode } from "./autograd/grad_mode.js";
+export * from "./ops/creation.js";
+export * from "./ops/math.js";
+export * from "./ops/shape_ops.js";
+export * from "./ops/reduce.js";
+export * from "./ops/linalg.js";
+export {
+  Generator, manualSeed, seed, rand, randn, randLike, randnLike, randint, randperm, normal, bernoulli, multinomial,
+  getRngState, setRngState, defaultGenerator,
+} from "./ops/random.js";
+export { var_ as var } from "./ops/reduce.js";
+
+import { sameShape } from "./ir/shape.js";
+import { cacheStats, resetCache } from "./runtime/cache.js";
+import { memoryStats, resetPeakStats } from "./runtime/memory.js";
+import { flushAll } from "./runtime/dispatch.js";
+import { grad, backward } from "./autograd/engine.js";
+import { Function, FunctionCtx } from "./autograd/function.js";
+import { gradcheck } from "./autograd/gradcheck.js";
+
+export const compiler = { cacheStats, resetCache };
+export const memory = { stats: memoryStats, resetPeakStats };
+export const autograd = { grad, backward, Function, FunctionCtx, gradcheck };
+export { gradcheck };
+/** torch.sync(): run all pending (fused-mode) work. */
+export function sync(): void {
+  flushAll();
+}
+export function isTensor(x: unknown): boolean {
+  return x instanceof (Tensor as unknown as new () => object);
+}
+import { Tensor } from "./tensor.js";
+export function device(name: string): string {
+  return name;
+}
+export const float32 = "float32" as const;
+export const float = "float32" as const;
+export const float64 = "float64" as const;
+export const double = "float64" as const;
+export const float16 = "float16" as const;
+export const half = "float16" as const;
+export const bfloat16 = "bfloat16" as const;
+export const int64 = "int64" as const;
+export const long = "int64" as const;
+export const int32 = "int32" as const;
+export const int = "int32" as const;
+export const int8 = "int8" as const;
+export const uint8 = "uint8" as const;
+export const bool = "bool" as const;
+export { sameShape };
+
+// ---- op families and libraries above the core ----
+import "./ops/indexing.js";
+export * from "./ops/indexing.js";
+import * as functional from "./nn/functional.js";
+import * as nnModules from "./nn/index.js";
+export const nn = { ...nnModules, functional };
+export * as optim from "./optim/index.js";
+export * as safetensors from "./io/safetensors.js";
+import * as data from "./utils/data.js";
+export const utils = { data };

@@ -1,0 +1,90 @@
+// In-place ops: compute out of place, then land the result in the tensor's storage and
+// bump its version counter. Autograd is rebased like PyTorch: the tensor takes the new
+// grad_fn, and writing through a view rewrites its base (CopySlices).
+import { isGradEnabled } from "../autograd/grad_mode.js";
+import { flushAll, realize } from "../runtime/dispatch.js";
+import { Tensor, type TensorLike } from "../tensor.js";
+import { cast, expand, reshape, stridedScatter, asStridedLogical, scalarTensor } from "./core.js";
+import { contiguous, detach } from "./shape_ops.js";
+import * as M from "./math.js";
+
+function checkLeaf(t: Tensor, name: string): void {
+  if (!isGradEnabled()) return;
+  if (t.isLeaf && t._requiresGrad)
+    throw new Error(`${name}: a leaf Variable that requires grad is being used in an in-place operation.`);
+  const b = t._base;
+  if (b && b.isLeaf && b._requiresGrad)
+    throw new Error(`${name}: a view of a leaf Variable that requires grad is being used in an in-place operation.`);
+}
+
+function coversStorage(t: Tensor): boolean {
+  return t._offset === 0 && t.isContiguous() && t.numel() === t._storage.numel;
+}
+
+/** Write `value` (broadcast and cast to t's shape/dtype) into t; the core of every `op_`. */
+export function inplaceSet(t: Tensor, value: TensorLike, name: string): Tensor {
+  checkLeaf(t, name);
+  if (t._strides.some((s, i) => s === 0 && t.shape[i]! > 1))
+    throw new Error(
+      `${name}: unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.`,
+    );
+  const v = value instanceof Tensor ? value : scalarTensor(value, t.dtype, t.device);
+  if (v.device !== t.device)
+    throw new Error(`${name}: Expected all tensors to be on the same device, but found at least two devices, ${t.device} and ${v.device}!`);
+  // anything pending that reads the old value must run before the write (fused mode)
+  flushAll();
+  realize(t._storage);
+  const track = isGradEnabled() && (v.requiresGrad || t.requiresGrad);
+  const r = contiguous(expand(cast(v, t.dtype), t.shape));
+  const full = r === v || r._storage === t._storage ? M.add(r, 0) : r; // never alias the destination
+  if (coversStorage(t) && !t._base) {
+    const fresh = full._offset === 0 && full.numel() === full._storage.numel ? full : contiguous(M.add(full, 0));
+    realize(fresh._storage);
+    t._storage.adopt(fresh._storage);
+    // keep the autograd history on t; `fresh` is a throwaway handle to the data now owned by t
+    if (track) {
+      t.gradFn = fresh.gradFn;
+      t._outputNr = fresh._outputNr;
+    }
+    fresh._storage = t._storage;
+    t._storage.version++;
+    // a grad_fn that saved its own output now sees it through t, at t's new version
+    for (const sv of (track && t.gradFn?.saved) || [])
+      if (sv.t === fresh) {
+        sv.t = t;
+        sv.version = t._storage.version;
+      }
+    return t;
+  } else {
+    // write through a view: rebuild the whole base storage
+    const base = t._base ?? t;
+    const n = t._storage.numel;
+    const flatOld = new Tensor(t._storage, [n]);
+    const baseGrad = track && base.requiresGrad ? reshape(base, [base.numel()]) : null;
+    const val = stridedScatter(full, [n], t.shape, t._strides, t._offset);
+    const mask = M.gt(stridedScatter(M._onesLike(detach(full)), [n], t.shape, t._strides, t._offset), 0);
+    const newFlat = M.where(mask, val, baseGrad ?? detach(flatOld));
+    realize(newFlat._storage);
+    t._storage.adopt(newFlat._storage);
+    if (track) {
+      const nb = reshape(newFlat, base.shape);
+      base.gradFn = nb.gradFn;
+      base._outputNr = 0;
+      const tv = asStridedLogical(base, t.shape, t._strides, t._offset);
+      t.gradFn = tv.gradFn;
+      t._outputNr = 0;
+    }
+  }
+  t._storage.version++;
+  return t;
+}
+
+export function copy_(t: Tensor, src: Tensor): Tensor {
+  return inplaceSet(t, src, "copy_");
+}
+export function zero_(t: Tensor): Tensor {
+  return inplaceSet(t, 0, "zero_");
+}
+export function fill_(t: Tensor, v: TensorLike): Tensor {
+  return inplaceSet(t, v, "fill_");
+}

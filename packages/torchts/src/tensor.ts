@@ -1,0 +1,293 @@
+// The Tensor: a strided view of a Storage plus autograd metadata. Ops are attached to the
+// prototype by the files under ops/ (each op lives in one place); this file holds only
+// what every tensor is.
+import { getDevice } from "./device/plugin.js";
+import type { DType, HostArray } from "./ir/dtype.js";
+import { contiguousStrides, isContiguous, numel, shapeStr, type Shape } from "./ir/shape.js";
+import { realize } from "./runtime/dispatch.js";
+import type { Storage } from "./runtime/storage.js";
+import { AccumulateGrad, type Node, type TensorHook } from "./autograd/node.js";
+import { formatTensor } from "./format.js";
+
+export type Scalar = number | boolean;
+export type TensorLike = Tensor | Scalar;
+export type NestedArray = Scalar | NestedArray[];
+
+let liveScope: Tensor[][] = [];
+
+export class Tensor {
+  _storage: Storage;
+  readonly shape: number[];
+  _strides: number[];
+  _offset: number;
+  readonly dtype: DType;
+  gradFn: Node | null = null;
+  _outputNr = 0;
+  /** The tensor whose storage this one views (PyTorch's ._base), for in-place autograd on views. */
+  _base: Tensor | null = null;
+  _requiresGrad = false;
+  _grad: Tensor | null = null;
+  _retainsGrad = false;
+  _hooks: TensorHook[] | null = null;
+  _postAccHooks: ((t: Tensor) => void)[] | null = null;
+  _acc: AccumulateGrad | null = null;
+  _name: string | undefined;
+
+  constructor(storage: Storage, shape: Shape, strides?: Shape, offset = 0, dtype?: DType) {
+    this._storage = storage;
+    this.shape = [...shape];
+    this._strides = strides ? [...strides] : contiguousStrides(shape);
+    this._offset = offset;
+    this.dtype = dtype ?? storage.dtype;
+    const scope = liveScope[liveScope.length - 1];
+    if (scope) scope.push(this);
+  }
+
+  // ---- metadata ----
+  get device(): string {
+    return this._storage.device.name;
+  }
+  get ndim(): number {
+    return this.shape.length;
+  }
+  dim(): number {
+    return this.shape.length;
+  }
+  size(): number[];
+  size(dim: number): number;
+  size(dim?: number): number[] | number {
+    if (dim === undefined) return [...this.shape];
+    const d = dim < 0 ? dim + this.ndim : dim;
+    if (d < 0 || d >= this.ndim)
+      throw new RangeError(`Dimension out of range (expected to be in range of [${-this.ndim}, ${this.ndim - 1}], but got ${dim})`);
+    return this.shape[d]!;
+  }
+  numel(): number {
+    return numel(this.shape);
+  }
+  stride(): number[];
+  stride(dim: number): number;
+  stride(dim?: number): number[] | number {
+    if (dim === undefined) return [...this._strides];
+    return this._strides[dim < 0 ? dim + this.ndim : dim]!;
+  }
+  storageOffset(): number {
+    return this._offset;
+  }
+  isContiguous(): boolean {
+    return isContiguous(this.shape, this._strides);
+  }
+  get strides(): number[] {
+    return this._strides;
+  }
+  get offset(): number {
+    return this._offset;
+  }
+  get storage(): Storage {
+    return this._storage;
+  }
+  get isLeaf(): boolean {
+    return this.gradFn === null;
+  }
+  get isCuda(): boolean {
+    return false;
+  }
+  /** Version counter shared by all views of the same storage (PyTorch's ._version). */
+  get _version(): number {
+    return this._storage.version;
+  }
+  get isDisposed(): boolean {
+    return this._storage.disposed;
+  }
+
+  // ---- autograd metadata ----
+  get requiresGrad(): boolean {
+    return this._requiresGrad || this.gradFn !== null;
+  }
+  set requiresGrad(v: boolean) {
+    if (this.gradFn !== null && !v)
+      throw new Error(
+        "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().",
+      );
+    if (v && !(this.dtype.startsWith("float") || this.dtype === "bfloat16"))
+      throw new Error(`only Tensors of floating point dtype can require gradients (got ${this.dtype})`);
+    this._requiresGrad = v;
+  }
+  requiresGrad_(v = true): this {
+    this.requiresGrad = v;
+    return this;
+  }
+  get grad(): Tensor | null {
+    return this._grad;
+  }
+  set grad(g: Tensor | null) {
+    if (g && !sameShapeArr(g.shape, this.shape))
+      throw new RangeError(`assigned grad has data of a different size: ${shapeStr(g.shape)} vs ${shapeStr(this.shape)}`);
+    this._grad = g;
+  }
+  retainGrad(): void {
+    if (this.isLeaf) return;
+    this._retainsGrad = true;
+    const n = this.gradFn!;
+    (n.retained ??= new Map()).set(this._outputNr, new WeakRef(this));
+  }
+  get retainsGrad(): boolean {
+    return this._retainsGrad;
+  }
+  /** Hook called with this tensor's gradient; may return a replacement gradient. */
+  registerHook(hook: TensorHook): { remove(): void } {
+    if (!this.requiresGrad) throw new Error("cannot register a hook on a tensor that doesn't require gradient");
+    if (this.isLeaf) {
+      (this._hooks ??= []).push(hook);
+      return { remove: () => (this._hooks = this._hooks!.filter((h) => h !== hook)) };
+    }
+    const n = this.gradFn!;
+    const m = (n.preHooks ??= new Map());
+    const list = m.get(this._outputNr) ?? [];
+    list.push(hook);
+    m.set(this._outputNr, list);
+    return { remove: () => m.set(this._outputNr, (m.get(this._outputNr) ?? []).filter((h: TensorHook) => h !== hook)) };
+  }
+  /** Called after the gradient is accumulated into this leaf's .grad (what DDP hooks on). */
+  registerPostAccumulateGradHook(hook: (t: Tensor) => void): { remove(): void } {
+    if (!this.isLeaf) throw new Error("post accumulate grad hooks cannot be registered on non-leaf tensors");
+    (this._postAccHooks ??= []).push(hook);
+    return { remove: () => (this._postAccHooks = this._postAccHooks!.filter((h: (t: Tensor) => void) => h !== hook)) };
+  }
+  _accNode(): AccumulateGrad {
+    return (this._acc ??= new AccumulateGrad(this));
+  }
+
+  // ---- host reads (async because accelerators are) ----
+  async data(): Promise<HostArray> {
+    const c = this._contiguousHost();
+    return c;
+  }
+  async tolist(): Promise<NestedArray> {
+    return this._tolistSync();
+  }
+  async item(): Promise<number> {
+    if (this.numel() !== 1)
+      throw new RangeError(`a Tensor with ${this.numel()} elements cannot be converted to Scalar`);
+    const d = await this.data();
+    return this.dtype === "bool" ? d[0]! : d[0]!;
+  }
+  /** Synchronous read for host-visible devices (cpu); used by printing. */
+  _contiguousHost(): HostArray {
+    this._checkAlive();
+    realize(this._storage);
+    const dev = this._storage.device;
+    if (!dev.readSync) throw new Error(`${dev.name} tensors must be read with await t.data()`);
+    const src = dev.readSync(this._storage.buf!, this._storage.dtype, this._storage.numel);
+    const n = this.numel();
+    const out = new (src.constructor as new (n: number) => HostArray)(n);
+    const nd = this.ndim;
+    if (nd === 0) {
+      out[0] = src[this._offset]!;
+      return out;
+    }
+    if (this.isContiguous()) {
+      out.set(src.subarray(this._offset, this._offset + n) as never);
+      return out;
+    }
+    const idx = new Array<number>(nd).fill(0);
+    for (let p = 0; p < n; p++) {
+      let o = this._offset;
+      for (let d = 0; d < nd; d++) o += idx[d]! * this._strides[d]!;
+      out[p] = src[o]!;
+      for (let d = nd - 1; d >= 0; d--) {
+        if (++idx[d]! < this.shape[d]!) break;
+        idx[d] = 0;
+      }
+    }
+    return out;
+  }
+  _tolistSync(): NestedArray {
+    const flat = this._contiguousHost();
+    const isBool = this.dtype === "bool";
+    const conv = (v: number): Scalar => (isBool ? v !== 0 : v);
+    if (this.ndim === 0) return conv(flat[0]!);
+    let p = 0;
+    const build = (d: number): NestedArray[] => {
+      const out: NestedArray[] = [];
+      for (let i = 0; i < this.shape[d]!; i++) out.push(d === this.ndim - 1 ? conv(flat[p++]!) : build(d + 1));
+      return out;
+    };
+    return build(0);
+  }
+  _checkAlive(): void {
+    if (this._storage.disposed)
+      throw new Error("Tensor has been disposed (by dispose(), `using` or torch.scope) and can no longer be used");
+  }
+
+  // ---- lifetime ----
+  /** Free this tensor's storage now (also frees every view of it). */
+  dispose(): void {
+    this._storage.dispose();
+  }
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  toString(): string {
+    return formatTensor(this);
+  }
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.toString();
+  }
+  get [Symbol.toStringTag](): string {
+    return "Tensor";
+  }
+}
+
+function sameShapeArr(a: Shape, b: Shape): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+/**
+ * torch.scope(fn): every tensor created inside fn is disposed when fn returns, except those
+ * returned (anywhere inside an array/object result) or passed to torch.keep.
+ */
+export function scope<T>(fn: () => T): T {
+  const mine: Tensor[] = [];
+  liveScope.push(mine);
+  let result: T;
+  try {
+    result = fn();
+  } finally {
+    liveScope.pop();
+  }
+  const keepStorages = new Set<Storage>();
+  collectTensors(result, (t) => keepStorages.add(t._storage));
+  for (const t of kept) keepStorages.add(t._storage);
+  // grads and autograd state that escape through leaves are kept too
+  for (const t of mine) {
+    if (keepStorages.has(t._storage)) continue;
+    t._storage.dispose();
+  }
+  return result;
+}
+
+const kept = new Set<Tensor>();
+/** Exempt a tensor from the enclosing torch.scope's disposal. */
+export function keep<T extends Tensor>(t: T): T {
+  kept.add(t);
+  queueMicrotask(() => kept.delete(t));
+  return t;
+}
+
+function collectTensors(v: unknown, f: (t: Tensor) => void, depth = 0): void {
+  if (depth > 6 || v === null || typeof v !== "object") return;
+  if (v instanceof Tensor) {
+    f(v);
+    if (v._base) f(v._base);
+    return;
+  }
+  if (Array.isArray(v)) for (const x of v) collectTensors(x, f, depth + 1);
+  else if (v instanceof Map) for (const x of v.values()) collectTensors(x, f, depth + 1);
+  else for (const x of Object.values(v as object)) collectTensors(x, f, depth + 1);
+}
+
+export function deviceOf(name: string) {
+  return getDevice(name);
+}
