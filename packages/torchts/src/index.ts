@@ -68,9 +68,7 @@ export { sameShape };
 // ---- op families and libraries above the core ----
 import "./ops/indexing.js";
 export * from "./ops/indexing.js";
-import * as functional from "./nn/functional.js";
-import * as nnModules from "./nn/index.js";
-export const nn = { ...nnModules, functional };
+export * as nn from "./nn/index.js";
 export * as optim from "./optim/index.js";
 export * as safetensors from "./io/safetensors.js";
 import * as data from "./utils/data.js";

@@ -1,2 +1,2 @@
-// placeholder: filled in by its owner
-export {};
+// torch.nn: modules, layers, init and losses. F lives in ./functional.ts.
+export * as functional from "./functional.js";
