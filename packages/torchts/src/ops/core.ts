@@ -350,19 +350,21 @@ export function cast(x: Tensor, dtype: DType): Tensor {
 export function reduce(op: ReduceOp, x: Tensor, axes: number[], keepdim: boolean): Tensor {
   const kshape = x.shape.map((d, i) => (axes.includes(i) ? 1 : d));
   const outDtype = op === "any" || op === "all" ? "bool" : x.dtype;
-  let out = prim("reduce", { op, axes: [...axes] }, [x], kshape, outDtype, dev(x));
-  if (op === "sum" || op === "prod" || op === "max" || op === "min")
-    out = attach(out, `${cap(op)}Backward1`, [x], [x, out], ([g], [xs, ys]) => {
-      const ge = expand(g!, x.shape);
-      if (op === "sum") return [ge];
-      if (op === "prod") return [M.div(M.mul(ge, expand(ys!, x.shape)), xs!)];
-      // max/min: share the gradient evenly between tied extremes (amax/amin semantics)
-      const mask = M.eq(xs!, expand(ys!, x.shape)).to(g!.dtype);
-      const cnt = reduce("sum", mask, axes, true);
-      return [M.div(M.mul(ge, mask), cnt)];
-    });
-  if (!keepdim) out = reshape(out, x.shape.filter((_, i) => !axes.includes(i)));
-  return out;
+  const raw = prim("reduce", { op, axes: [...axes] }, [x], kshape, outDtype, dev(x));
+  // dropping the reduced dims is free (same contiguous storage), so it is not a separate autograd node
+  const out = keepdim ? raw : new Tensor(raw._storage, x.shape.filter((_, i) => !axes.includes(i)));
+  if (op !== "sum" && op !== "prod" && op !== "max" && op !== "min") return out;
+  const saved = op === "sum" ? [null, null] : [x, out];
+  return attach(out, `${cap(op)}Backward0`, [x], saved, ([g], [xs, ys]) => {
+    const ge = expand(reshape(g!, kshape), x.shape);
+    if (op === "sum") return [ge];
+    const yk = expand(reshape(ys!, kshape), x.shape);
+    if (op === "prod") return [M.div(M.mul(ge, yk), xs!)];
+    // max/min: share the gradient evenly between tied extremes (amax/amin semantics)
+    const mask = M.eq(xs!, yk).to(g!.dtype);
+    const cnt = reduce("sum", mask, axes, true);
+    return [M.div(M.mul(ge, mask), cnt)];
+  });
 }
 
 export function argreduce(op: "argmax" | "argmin", x: Tensor, axis: number, keepdim: boolean): Tensor {
