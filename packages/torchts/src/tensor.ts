@@ -25,6 +25,8 @@ export class Tensor {
   _outputNr = 0;
   /** The tensor whose storage this one views (PyTorch's ._base), for in-place autograd on views. */
   _base: Tensor | null = null;
+  /** The tensor this view was taken from (one step up), so in-place checks can find leaf ancestors. */
+  _viewParent: Tensor | null = null;
   _requiresGrad = false;
   _grad: Tensor | null = null;
   _retainsGrad = false;

@@ -86,6 +86,7 @@ export function fromHostData(data: ArrayLike<number>, shape: Shape, dtype: DType
 function makeView(x: Tensor, shape: Shape, strides: Shape, offset: number): Tensor {
   const v = new Tensor(x._storage, shape, strides, offset, x.dtype);
   v._base = x._base ?? x;
+  v._viewParent = x;
   return v;
 }
 

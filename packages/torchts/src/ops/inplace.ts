@@ -12,9 +12,9 @@ function checkLeaf(t: Tensor, name: string): void {
   if (!isGradEnabled()) return;
   if (t.isLeaf && t._requiresGrad)
     throw new Error(`${name}: a leaf Variable that requires grad is being used in an in-place operation.`);
-  const b = t._base;
-  if (b && b.isLeaf && b._requiresGrad)
-    throw new Error(`${name}: a view of a leaf Variable that requires grad is being used in an in-place operation.`);
+  for (let b = t._viewParent ?? t._base; b; b = b._viewParent ?? (b === t._base ? null : b._base))
+    if (b.isLeaf && b._requiresGrad)
+      throw new Error(`${name}: a view of a leaf Variable that requires grad is being used in an in-place operation.`);
 }
 
 function coversStorage(t: Tensor): boolean {
