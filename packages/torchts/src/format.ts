@@ -5,22 +5,26 @@ import { isFloating } from "./ir/dtype.js";
 const EDGE = 3;
 const THRESHOLD = 1000;
 
-function fmtFloatFactory(vals: number[]): (v: number) => string {
-  const finite = vals.filter((v) => Number.isFinite(v));
+// Mirrors torch._tensor_str._Formatter: the mode (integer-valued, fixed or scientific) and
+// the column width come from the nonzero finite values only; nan/inf/0 just get padded.
+function fmtFloatFactory(vals: number[]): { f: (v: number) => string; width: number } {
   const special = (v: number) => (v !== v ? "nan" : v > 0 ? "inf" : "-inf");
-  if (finite.length === 0) return (v) => (Number.isFinite(v) ? String(v) : special(v));
-  const intMode = finite.every((v) => Number.isInteger(v));
-  const abs = finite.map(Math.abs);
-  const nz = abs.filter((v) => v !== 0);
+  const sign = (v: number, s: string) => (Object.is(v, -0) ? `-${s}` : s);
+  const sci = (v: number) => (Number.isFinite(v) ? v.toExponential(4).replace(/e([+-])(\d)$/, "e$10$2") : special(v));
+  const nz = vals.filter((v) => Number.isFinite(v) && v !== 0);
+  if (nz.length === 0) return { f: (v) => (Number.isFinite(v) ? sign(v, `${v.toFixed(0)}.`) : special(v)), width: 1 };
+  const abs = nz.map(Math.abs);
   const max = Math.max(...abs);
-  const min = nz.length ? Math.min(...nz) : 0;
-  if (intMode) {
-    if (max > 1e8) return (v) => (Number.isFinite(v) ? v.toExponential(4).replace(/e([+-])(\d)$/, "e$10$2") : special(v));
-    return (v) => (Number.isFinite(v) ? `${v.toFixed(0)}.` : special(v));
+  const min = Math.min(...abs);
+  const widthOf = (f: (v: number) => string) => Math.max(...nz.map((v) => f(v).length));
+  if (nz.every((v) => Number.isInteger(v))) {
+    if (max / min > 1000 || max > 1e8) return { f: sci, width: widthOf(sci) };
+    const f = (v: number) => (Number.isFinite(v) ? sign(v, `${v.toFixed(0)}.`) : special(v));
+    return { f, width: widthOf(f) };
   }
-  if ((min > 0 && max / min > 1000) || max > 1e8 || (min > 0 && min < 1e-4))
-    return (v) => (Number.isFinite(v) ? v.toExponential(4).replace(/e([+-])(\d)$/, "e$10$2") : special(v));
-  return (v) => (Number.isFinite(v) ? v.toFixed(4) : special(v));
+  if (max / min > 1000 || max > 1e8 || min < 1e-4) return { f: sci, width: widthOf(sci) };
+  const f = (v: number) => (Number.isFinite(v) ? sign(v, v.toFixed(4)) : special(v));
+  return { f, width: widthOf(f) };
 }
 
 export function formatTensor(t: Tensor): string {
@@ -33,13 +37,16 @@ export function formatTensor(t: Tensor): string {
   }
   const vals = Array.from(flat);
   const summarize = vals.length > THRESHOLD;
-  const f = isFloating(t.dtype)
-    ? fmtFloatFactory(vals)
-    : t.dtype === "bool"
-      ? (v: number) => (v ? "True" : "False")
-      : (v: number) => String(v);
-  const strs = vals.map(f);
-  const width = Math.max(0, ...strs.map((s) => s.length));
+  let strs: string[];
+  let width: number;
+  if (isFloating(t.dtype)) {
+    const ff = fmtFloatFactory(vals);
+    strs = vals.map(ff.f);
+    width = ff.width;
+  } else {
+    strs = vals.map(t.dtype === "bool" ? (v: number) => (v ? "True" : "False") : (v: number) => String(v));
+    width = Math.max(0, ...strs.map((s) => s.length));
+  }
   const pad = (s: string) => s.padStart(width);
   const strides: number[] = [];
   let acc = 1;
@@ -58,7 +65,7 @@ export function formatTensor(t: Tensor): string {
       cut = true;
     }
     const parts = idx.map((i) => rec(d + 1, base + i * strides[d]!));
-    if (cut) parts.splice(EDGE, 0, "...");
+    if (cut) parts.splice(EDGE, 0, d === t.ndim - 1 ? " ..." : "...");
     const sep = d === t.ndim - 1 ? ", " : "," + "\n".repeat(t.ndim - d - 1) + " ".repeat(indent + d + 1);
     return `[${parts.join(sep)}]`;
   };

@@ -30,13 +30,11 @@ import { sameShape } from "./ir/shape.js";
 import { cacheStats, resetCache } from "./runtime/cache.js";
 import { memoryStats, resetPeakStats } from "./runtime/memory.js";
 import { flushAll } from "./runtime/dispatch.js";
-import { grad, backward } from "./autograd/engine.js";
-import { Function, FunctionCtx } from "./autograd/function.js";
 import { gradcheck } from "./autograd/gradcheck.js";
 
 export const compiler = { cacheStats, resetCache };
 export const memory = { stats: memoryStats, resetPeakStats };
-export const autograd = { grad, backward, Function, FunctionCtx, gradcheck };
+export * as autograd from "./autograd/index.js";
 export { gradcheck };
 /** torch.sync(): run all pending (fused-mode) work. */
 export function sync(): void {
@@ -73,3 +71,4 @@ export * as optim from "./optim/index.js";
 export * as safetensors from "./io/safetensors.js";
 import * as data from "./utils/data.js";
 export const utils = { data };
+export { softmax, logSoftmax } from "./nn/functional/activation.js";

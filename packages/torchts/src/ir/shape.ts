@@ -117,6 +117,8 @@ export function viewStrides(oldShape: Shape, oldStrides: Shape, newShape: Shape)
   const n = numel(oldShape);
   const newStrides = new Array<number>(newShape.length).fill(0);
   if (n === 0) return contiguousStrides(newShape);
+  // a 0-d tensor (one element) can be viewed as any all-ones shape
+  if (oldShape.length === 0) return newShape.map(() => 1);
   let viewD = newShape.length - 1;
   let chunkBase = oldStrides[oldStrides.length - 1] ?? 1;
   let tensorNumel = 1;

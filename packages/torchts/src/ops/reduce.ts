@@ -5,7 +5,7 @@ import { getDefaultDtype, isFloating, type DType } from "../ir/dtype.js";
 import { normDim, normDims, shapeStr } from "../ir/shape.js";
 import { withOp } from "../runtime/mode.js";
 import type { Tensor } from "../tensor.js";
-import { argreduce, argsort as argsortPrim, cast, gather, reduce, reshape, scan } from "./core.js";
+import { argreduce, argsort as argsortPrim, attach, cast, gather, reduce, reshape, scan } from "./core.js";
 import * as M from "./math.js";
 import * as S from "./shape_ops.js";
 
@@ -50,7 +50,21 @@ export function mean(x: Tensor, dim?: Dims | ReduceOpts, keepdim?: boolean): Ten
 export function prod(x: Tensor, dim?: number | ReduceOpts, keepdim?: boolean): Tensor {
   return withOp("prod", () => {
     const [axes, kd, dt] = parse(x, dim, keepdim, "prod");
-    return reduce("prod", cast(x, dt ?? sumDtype(x.dtype)), axes, kd);
+    const xc = cast(x, dt ?? sumDtype(x.dtype));
+    if (!xc.requiresGrad) return reduce("prod", xc, axes, kd);
+    // The primitive's vjp (g * y / x) is NaN at zeros. d prod / d x_i is y / x_i when the slice has
+    // no zero; at a zero it is the product of the other elements if that zero is the only one; else 0.
+    const out = reduce("prod", S.detach(xc), axes, kd);
+    const kshape = xc.shape.map((d, i) => (axes.includes(i) ? 1 : d));
+    return attach(out, "ProdBackward0", [xc], [xc], ([g], [xs]) => {
+      const isZero = M.eq(xs!, 0);
+      const safe = M.where(isZero, 1, xs!);
+      const others = reduce("prod", safe, axes, true);
+      const zeros = reduce("sum", cast(isZero, "int64"), axes, true);
+      const atZero = M.where(M.eq(zeros, 1), others, 0);
+      const atOther = M.where(M.eq(zeros, 0), M.div(others, safe), 0);
+      return [M.mul(reshape(g!, kshape), M.where(isZero, atZero, atOther))];
+    });
   });
 }
 

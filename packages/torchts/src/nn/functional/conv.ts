@@ -1,0 +1,170 @@
+// Convolutions by im2col: pad, take sliding-window views with `unfold` (dilation = wider
+// window sliced with a step), then one batched matmul per group. Transposed convolution
+// is the adjoint: matmul to columns, then `stridedScatter` sums overlapping windows.
+import { shapeStr } from "../../ir/shape.js";
+import { withOp } from "../../runtime/mode.js";
+import type { Tensor } from "../../tensor.js";
+import { stridedScatter } from "../../ops/core.js";
+import * as M from "../../ops/math.js";
+import * as S from "../../ops/shape_ops.js";
+import { matmul } from "../../ops/linalg.js";
+import { ntuple, requireFloat, type IntOrTuple } from "./util.js";
+
+export interface ConvOpts {
+  bias?: Tensor | null;
+  stride?: IntOrTuple;
+  padding?: IntOrTuple | "same" | "valid";
+  dilation?: IntOrTuple;
+  groups?: number;
+}
+export interface ConvTransposeOpts {
+  bias?: Tensor | null;
+  stride?: IntOrTuple;
+  padding?: IntOrTuple;
+  outputPadding?: IntOrTuple;
+  groups?: number;
+  dilation?: IntOrTuple;
+}
+
+const prod = (a: readonly number[]) => a.reduce((p, q) => p * q, 1);
+
+/** Add the batch dim to unbatched input; returns the input and a function undoing it. */
+function batchify(x: Tensor, nd: number, op: string): [Tensor, (y: Tensor) => Tensor] {
+  if (x.ndim === nd + 2) return [x, (y) => y];
+  if (x.ndim === nd + 1) return [S.unsqueeze(x, 0), (y) => S.squeeze(y, 0)];
+  throw new RangeError(`${op}: Expected ${nd + 1}D (unbatched) or ${nd + 2}D (batched) input to ${op}, but got input of size: ${shapeStr(x.shape)}`);
+}
+
+/**
+ * Sliding windows of x [N, C, *sp] after padding: returns [N, C, *out, *k] (a view).
+ * pads: per spatial dim [before, after]; padValue fills the border (-inf for max pooling).
+ */
+export function windows(x: Tensor, k: number[], stride: number[], dil: number[], pads: [number, number][], padValue = 0): Tensor {
+  const nd = k.length;
+  const flat: number[] = [];
+  for (let i = nd - 1; i >= 0; i--) flat.push(pads[i]![0], pads[i]![1]);
+  let r = flat.some((p) => p !== 0) ? S.constantPad(x, flat, padValue) : x;
+  for (let i = 0; i < nd; i++) r = S.unfold(r, 2 + i, (k[i]! - 1) * dil[i]! + 1, stride[i]!);
+  for (let i = 0; i < nd; i++) if (dil[i] !== 1) r = S.slice(r, 2 + nd + i, null, null, dil[i]!);
+  return r;
+}
+
+function convNd(nd: number, op: string, x0: Tensor, w: Tensor, b: Tensor | null | undefined, opts: ConvOpts): Tensor {
+  return withOp(op, () => {
+    requireFloat(x0, op);
+    const [x, unbatch] = batchify(x0, nd, op);
+    if (w.ndim !== nd + 2) throw new RangeError(`${op}: Expected ${nd + 2}-dimensional weight, but got weight of size ${shapeStr(w.shape)}`);
+    const groups = opts.groups ?? 1;
+    const stride = ntuple(opts.stride ?? 1, nd, op, "stride");
+    const dil = ntuple(opts.dilation ?? 1, nd, op, "dilation");
+    const [N, Cin] = x.shape as [number, number];
+    const [Cout, Cg] = w.shape as [number, number];
+    const k = w.shape.slice(2);
+    if (groups < 1 || Cin % groups !== 0 || Cout % groups !== 0 || Cg * groups !== Cin)
+      throw new RangeError(
+        `${op}: Given groups=${groups}, weight of size ${shapeStr(w.shape)}, expected input${shapeStr(x.shape)} to have ${Cg * groups} channels, but got ${Cin} channels instead`,
+      );
+    const bias = b ?? opts.bias;
+    if (bias && (bias.ndim !== 1 || bias.shape[0] !== Cout))
+      throw new RangeError(`${op}: expected bias of shape [${Cout}], but got ${shapeStr(bias.shape)}`);
+    let pads: [number, number][];
+    const p = opts.padding ?? 0;
+    if (p === "valid") pads = k.map(() => [0, 0]);
+    else if (p === "same") {
+      if (stride.some((s) => s !== 1)) throw new RangeError(`${op}: padding='same' is not supported for strided convolutions`);
+      pads = k.map((kk, i) => {
+        const total = dil[i]! * (kk - 1);
+        return [Math.floor(total / 2), total - Math.floor(total / 2)];
+      });
+    } else if (typeof p === "string") throw new RangeError(`${op}: Invalid padding string '${p}', should be one of 'valid' or 'same'`);
+    else pads = ntuple(p, nd, op, "padding").map((v) => [v, v]);
+    const sp = x.shape.slice(2);
+    sp.forEach((s, i) => {
+      const eff = dil[i]! * (k[i]! - 1) + 1;
+      if (s + pads[i]![0] + pads[i]![1] < eff)
+        throw new RangeError(
+          `${op}: Calculated padded input size per channel: (${sp.map((v, j) => v + pads[j]![0] + pads[j]![1]).join(" x ")}). Kernel size: (${k.map((v, j) => dil[j]! * (v - 1) + 1).join(" x ")}). Kernel size can't be greater than actual input size`,
+        );
+    });
+    const win = windows(x, k, stride, dil, pads); // [N, Cin, *o, *k]
+    const o = win.shape.slice(2, 2 + nd);
+    const g = groups;
+    // [N, g, Cg, *o, *k] -> [N, g, *o, Cg, *k] -> [N, g, O, Cg*K]
+    const w5 = S.reshape(win, [N, g, Cg, ...o, ...k]);
+    const perm = [0, 1, ...o.map((_, i) => 3 + i), 2, ...k.map((_, i) => 3 + nd + i)];
+    const cols = S.reshape(S.permute(w5, perm), [N, g, prod(o), Cg * prod(k)]);
+    const wm = S.transpose(S.reshape(w, [g, Cout / g, Cg * prod(k)]), 1, 2); // [g, Cg*K, Cout/g]
+    const y = matmul(cols, wm); // [N, g, O, Cout/g]
+    let out = S.reshape(S.transpose(y, 2, 3), [N, Cout, ...o]);
+    if (bias) out = M.add(out, S.reshape(bias, [Cout, ...o.map(() => 1)]));
+    return unbatch(out);
+  });
+}
+
+export function conv1d(x: Tensor, weight: Tensor, bias: Tensor | null = null, opts: ConvOpts = {}): Tensor {
+  return convNd(1, "conv1d", x, weight, bias, opts);
+}
+export function conv2d(x: Tensor, weight: Tensor, bias: Tensor | null = null, opts: ConvOpts = {}): Tensor {
+  return convNd(2, "conv2d", x, weight, bias, opts);
+}
+export function conv3d(x: Tensor, weight: Tensor, bias: Tensor | null = null, opts: ConvOpts = {}): Tensor {
+  return convNd(3, "conv3d", x, weight, bias, opts);
+}
+
+function convTransposeNd(nd: number, op: string, x0: Tensor, w: Tensor, b: Tensor | null | undefined, opts: ConvTransposeOpts): Tensor {
+  return withOp(op, () => {
+    requireFloat(x0, op);
+    const [x, unbatch] = batchify(x0, nd, op);
+    if (w.ndim !== nd + 2) throw new RangeError(`${op}: Expected ${nd + 2}-dimensional weight, but got weight of size ${shapeStr(w.shape)}`);
+    const g = opts.groups ?? 1;
+    const stride = ntuple(opts.stride ?? 1, nd, op, "stride");
+    const pad = ntuple(opts.padding ?? 0, nd, op, "padding");
+    const opad = ntuple(opts.outputPadding ?? 0, nd, op, "output_padding");
+    const dil = ntuple(opts.dilation ?? 1, nd, op, "dilation");
+    const [N, Cin] = x.shape as [number, number];
+    const [wIn, Cog] = w.shape as [number, number];
+    if (wIn !== Cin || Cin % g !== 0)
+      throw new RangeError(`${op}: Given transposed=1, weight of size ${shapeStr(w.shape)}, expected input${shapeStr(x.shape)} to have ${wIn} channels, but got ${Cin} channels instead`);
+    opad.forEach((v, i) => {
+      if (v >= Math.max(stride[i]!, dil[i]!))
+        throw new RangeError(`${op}: output padding must be smaller than either stride or dilation, but got output_padding=${v}, stride=${stride[i]}, dilation=${dil[i]}`);
+    });
+    const Cout = Cog * g;
+    const bias = b ?? opts.bias;
+    if (bias && (bias.ndim !== 1 || bias.shape[0] !== Cout))
+      throw new RangeError(`${op}: expected bias of shape [${Cout}], but got ${shapeStr(bias.shape)}`);
+    const sp = x.shape.slice(2);
+    const k = w.shape.slice(2);
+    const K = prod(k);
+    const Ci = Cin / g;
+    // columns: [N, g, L, Ci] @ [g, Ci, Cog*K] -> [N, g, L, Cog*K]
+    const xs = S.transpose(S.reshape(x, [N, g, Ci, prod(sp)]), 2, 3);
+    const wm = S.reshape(w, [g, Ci, Cog * K]);
+    const cols = S.reshape(matmul(xs, wm), [N, g, ...sp, Cog, ...k]);
+    const full = sp.map((s, i) => (s - 1) * stride[i]! + dil[i]! * (k[i]! - 1) + 1 + opad[i]!);
+    const outSp = full.map((f, i) => f - 2 * pad[i]!);
+    outSp.forEach((v, i) => {
+      if (v <= 0) throw new RangeError(`${op}: Given input size per channel: (${sp.join(" x ")}). Calculated output size per channel is too small (dim ${i}: ${v})`);
+    });
+    // fold: element (n, g, *i, co, *kk) lands at out[n, g*Cog + co, *(i*s + kk*d)]
+    const fs: number[] = new Array<number>(nd);
+    let acc = 1;
+    for (let i = nd - 1; i >= 0; i--) {
+      fs[i] = acc;
+      acc *= full[i]!;
+    }
+    const plane = acc;
+    const strides = [Cout * plane, Cog * plane, ...sp.map((_, i) => stride[i]! * fs[i]!), plane, ...k.map((_, i) => dil[i]! * fs[i]!)];
+    let out = stridedScatter(cols, [N, Cout, ...full], cols.shape, strides, 0);
+    for (let i = 0; i < nd; i++) out = S.narrow(out, 2 + i, pad[i]!, outSp[i]!);
+    if (bias) out = M.add(out, S.reshape(bias, [Cout, ...outSp.map(() => 1)]));
+    return unbatch(out);
+  });
+}
+
+export function convTranspose1d(x: Tensor, weight: Tensor, bias: Tensor | null = null, opts: ConvTransposeOpts = {}): Tensor {
+  return convTransposeNd(1, "conv_transpose1d", x, weight, bias, opts);
+}
+export function convTranspose2d(x: Tensor, weight: Tensor, bias: Tensor | null = null, opts: ConvTransposeOpts = {}): Tensor {
+  return convTransposeNd(2, "conv_transpose2d", x, weight, bias, opts);
+}

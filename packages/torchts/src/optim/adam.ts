@@ -1,0 +1,74 @@
+// Adam and AdamW (PyTorch's single-tensor update: bias corrections, eps added after the
+// bias-corrected sqrt, amsgrad keeps the running max of exp_avg_sq).
+import type { Tensor } from "../tensor.js";
+import * as M from "../ops/math.js";
+import { zerosLike } from "../ops/creation.js";
+import { Optimizer, checkRange, type ParamGroup, type Params } from "./optimizer.js";
+
+export interface AdamOptions {
+  lr?: number;
+  betas?: [number, number];
+  eps?: number;
+  weightDecay?: number;
+  amsgrad?: boolean;
+  maximize?: boolean;
+}
+
+function validate(d: Required<AdamOptions>): void {
+  checkRange("learning rate", d.lr, d.lr >= 0);
+  checkRange("epsilon value", d.eps, d.eps >= 0);
+  checkRange("beta parameter at index 0", d.betas[0], d.betas[0] >= 0 && d.betas[0] < 1);
+  checkRange("beta parameter at index 1", d.betas[1], d.betas[1] >= 0 && d.betas[1] < 1);
+  checkRange("weight_decay value", d.weightDecay, d.weightDecay >= 0);
+}
+
+export class Adam extends Optimizer {
+  /** AdamW decays the weights directly instead of adding wd*p to the gradient. */
+  protected decoupled = false;
+  constructor(params: Params, o: AdamOptions = {}, defaultWd = 0) {
+    const d = { lr: 1e-3, betas: [0.9, 0.999] as [number, number], eps: 1e-8, weightDecay: defaultWd, amsgrad: false, maximize: false, ...o };
+    validate(d);
+    super(params, d);
+  }
+  protected _updateGroup(g: ParamGroup): void {
+    const [beta1, beta2] = g.betas as [number, number];
+    const { lr, eps, weightDecay: wd } = g;
+    for (const p of g.params) {
+      if (!p.grad) continue;
+      let grad: Tensor = g.maximize ? M.neg(p.grad) : p.grad;
+      const st = this._state(p);
+      if (st.step === undefined) {
+        st.step = 0;
+        st.expAvg = zerosLike(p);
+        st.expAvgSq = zerosLike(p);
+        if (g.amsgrad) st.maxExpAvgSq = zerosLike(p);
+      }
+      const step = ++st.step;
+      if (wd !== 0) {
+        if (this.decoupled) p.mul_(1 - lr * wd);
+        else grad = M.add(grad, p, { alpha: wd });
+      }
+      const expAvg = st.expAvg as Tensor;
+      const expAvgSq = st.expAvgSq as Tensor;
+      expAvg.mul_(beta1).add_(grad, { alpha: 1 - beta1 });
+      expAvgSq.mul_(beta2).addcmul_(grad, grad, { value: 1 - beta2 });
+      const bc1 = 1 - beta1 ** step;
+      const bc2Sqrt = Math.sqrt(1 - beta2 ** step);
+      let second = expAvgSq;
+      if (g.amsgrad) {
+        const mx = st.maxExpAvgSq as Tensor;
+        mx.copy_(M.maximum(mx, expAvgSq));
+        second = mx;
+      }
+      const denom = M.add(M.div(M.sqrt(second), bc2Sqrt), eps);
+      p.addcdiv_(expAvg, denom, { value: -lr / bc1 });
+    }
+  }
+}
+
+export class AdamW extends Adam {
+  constructor(params: Params, o: AdamOptions = {}) {
+    super(params, o, 1e-2);
+    this.decoupled = true;
+  }
+}
