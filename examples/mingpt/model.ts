@@ -99,7 +99,7 @@ export class GPT extends nn.Module {
     const logits = this.lm_head.forward(t.ln_f!.forward(x));
     if (!targets) return { logits };
     const V = this.cfg.vocabSize;
-    return { logits, loss: F.crossEntropy(logits.view(-1, V), targets.view(-1)) };
+    return { logits, loss: F.crossEntropy(logits.view(-1, V), targets.reshape(-1)) };
   }
 
   /** AdamW with weight decay only on parameters of dim >= 2, as minGPT. */

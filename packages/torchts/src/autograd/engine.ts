@@ -5,7 +5,7 @@ import { isGradEnabled, setGradEnabled } from "./grad_mode.js";
 import { AccumulateGrad, type Edge, type Node } from "./node.js";
 import { add } from "../ops/math.js";
 import { onesLike, zeros } from "../ops/creation.js";
-import { detach } from "../ops/shape_ops.js";
+import { clone, detach } from "../ops/shape_ops.js";
 
 export interface BackwardOptions {
   retainGraph?: boolean;
@@ -161,7 +161,9 @@ function accumulateLeaf(v: Tensor, g: Tensor | null, createGraph: boolean): void
       const r = h(g);
       if (r instanceof Tensor) g = r;
     }
-  const gg = createGraph ? g : detach(g);
+  // .grad is a fresh contiguous tensor owned by this leaf (the incoming gradient may be an
+  // expanded view or shared with another input), so in-place updates of .grad are safe
+  const gg = createGraph ? g : detach(clone(g));
   v._grad = v._grad ? (createGraph ? add(v._grad, gg) : detach(add(v._grad, gg))) : gg;
   if (v._postAccHooks) for (const h of v._postAccHooks) h(v);
 }

@@ -32,8 +32,12 @@ export interface LoadResult {
   unexpectedKeys: string[];
 }
 
+const TENSOR_TYPES: Record<string, string> = {
+  float32: "FloatTensor", float64: "DoubleTensor", float16: "HalfTensor", bfloat16: "BFloat16Tensor", int64: "LongTensor",
+  int32: "IntTensor", int16: "ShortTensor", int8: "CharTensor", uint8: "ByteTensor", bool: "BoolTensor",
+};
 const typeName = (v: unknown): string =>
-  v instanceof Tensor ? `torch.${v.dtype}Tensor` : v === null ? "None" : typeof v === "object" ? (v as object).constructor.name : typeof v;
+  v instanceof Tensor ? `torch.${TENSOR_TYPES[v.dtype] ?? "Tensor"}` : v === null ? "None" : typeof v === "object" ? (v as object).constructor.name : typeof v;
 
 // Writing a tensor's new data into an existing Parameter/buffer keeps its identity (optimizers hold it).
 function setData(t: Tensor, src: Tensor): void {
@@ -289,7 +293,7 @@ export class Module {
         }
         if (v.shape.length !== t.shape.length || v.shape.some((d, i) => d !== t.shape[i])) {
           errors.push(
-            `size mismatch for ${key}: copying a param with shape ${shapeStr(v.shape)} from checkpoint, the shape in current model is ${shapeStr(t.shape)}.`,
+            `size mismatch for ${key}: copying a param with shape torch.Size(${shapeStr(v.shape)}) from checkpoint, the shape in current model is torch.Size(${shapeStr(t.shape)}).`,
           );
           continue;
         }

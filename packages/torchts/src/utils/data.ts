@@ -185,13 +185,13 @@ export function defaultCollate(batch: unknown[]): any {
 export const default_collate = defaultCollate;
 
 // ---- loader ----
-export interface DataLoaderOptions<T> {
+export interface DataLoaderOptions<T, B = any> {
   batchSize?: number | null;
   shuffle?: boolean;
   sampler?: Sampler;
   batchSampler?: Iterable<number[]> & { length?: number };
   dropLast?: boolean;
-  collateFn?: (batch: T[]) => any;
+  collateFn?: (batch: T[]) => B;
   generator?: Generator;
   /** batches the async iterator keeps in preparation (default 2, like PyTorch's prefetch_factor) */
   prefetchFactor?: number;
@@ -207,7 +207,7 @@ export class DataLoader<T = unknown, B = any> implements Iterable<B>, AsyncItera
 
   constructor(
     public dataset: Dataset<T> | IterableDataset<T>,
-    o: DataLoaderOptions<T> = {},
+    o: DataLoaderOptions<T, B> = {},
   ) {
     this.batchSize = o.batchSize === undefined ? 1 : o.batchSize;
     this.dropLast = o.dropLast ?? false;

@@ -7,6 +7,8 @@ import type { DeviceBuffer, DevicePlugin, Executable, KernelArg } from "../plugi
 import type { Arr } from "./codegen.js";
 import { buildKernel } from "./kernels.js";
 
+const EMPTY = new Float32Array(0);
+
 export class CpuBuffer implements DeviceBuffer {
   constructor(
     public data: HostArray,
@@ -29,9 +31,23 @@ function compile(graph: IRGraph): Executable {
   };
 }
 
+// Freed arrays are recycled by (type, length): creating fresh ArrayBuffers is what makes V8
+// run full garbage collections (external memory pressure), so a training loop that
+// allocates the same shapes every step reuses the same memory instead.
+const pool = new Map<string, HostArray[]>();
+let pooledBytes = 0;
+const POOL_CAP = 256 * 1024 * 1024;
+
 export const cpu: DevicePlugin = {
   name: "cpu",
   allocate(dtype: DType, numel: number): DeviceBuffer {
+    const probe = hostArray(dtype, 0);
+    const key = `${probe.constructor.name}:${numel}`;
+    const hit = pool.get(key)?.pop();
+    if (hit) {
+      pooledBytes -= hit.byteLength;
+      return new CpuBuffer(hit, numel * itemSize(dtype));
+    }
     return new CpuBuffer(hostArray(dtype, numel), numel * itemSize(dtype));
   },
   write(buf: DeviceBuffer, data: HostArray): void {
@@ -44,7 +60,16 @@ export const cpu: DevicePlugin = {
     return (buf as CpuBuffer).data;
   },
   free(buf: DeviceBuffer): void {
-    (buf as CpuBuffer).data = new Float32Array(0);
+    const b = buf as CpuBuffer;
+    const d = b.data;
+    if (d.length > 0 && pooledBytes + d.byteLength <= POOL_CAP) {
+      const key = `${d.constructor.name}:${d.length}`;
+      const list = pool.get(key) ?? [];
+      list.push(d);
+      pool.set(key, list);
+      pooledBytes += d.byteLength;
+    }
+    b.data = EMPTY;
   },
   compile,
   async synchronize(): Promise<void> {},
