@@ -67,7 +67,7 @@ export function userCallSite(): string {
   const stack = new Error().stack?.split("\n").slice(1) ?? [];
   for (const l of stack) {
     if (/torchts[\\/](src|dist)[\\/]/.test(l) || l.includes("node:internal")) continue;
-    return l.trim();
+    return l.trim().replace(/^at /, "");
   }
   return "<unknown>";
 }

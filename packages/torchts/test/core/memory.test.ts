@@ -1,0 +1,129 @@
+// Memory: buffers are released when their tensors become unreachable (FinalizationRegistry),
+// or deterministically with `using`, dispose() and torch.scope(). Tests run with --expose-gc.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as torch from "../../src/index.js";
+
+const gc = (globalThis as { gc?: () => void }).gc;
+const macrotask = () => new Promise<void>((r) => setTimeout(r, 0));
+
+/** Collect garbage and let FinalizationRegistry callbacks (which run as tasks) release buffers. */
+async function settle(): Promise<number> {
+  for (let i = 0; i < 3; i++) {
+    gc!();
+    await macrotask();
+  }
+  return torch.memory.stats().liveBytes;
+}
+
+function crossEntropy(logits: torch.Tensor, target: torch.Tensor): torch.Tensor {
+  const logp = logits.sub(logits.logsumexp(-1, true));
+  const oneHot = torch.arange(logits.shape[1]!).eq(target.unsqueeze(1)).float();
+  return logp.mul(oneHot).sum(1).mean().neg();
+}
+
+test("memory: a 2,000-step training loop without dispose keeps live memory flat", { timeout: 60_000 }, async () => {
+  assert.ok(gc, "run with --expose-gc");
+  torch.manualSeed(0);
+  const x = torch.randn(32, 8);
+  const y = x.sum(1).gt(0).long();
+  const w1 = torch.randn(8, 16).mul(0.3).requiresGrad_();
+  const b1 = torch.zeros(16).requiresGrad_();
+  const w2 = torch.randn(16, 2).mul(0.3).requiresGrad_();
+  const b2 = torch.zeros(2).requiresGrad_();
+  const params = [w1, b1, w2, b2];
+  const step = () => {
+    const loss = crossEntropy(x.matmul(w1).add(b1).relu().matmul(w2).add(b2), y);
+    for (const p of params) p.grad = null;
+    loss.backward();
+    torch.noGrad(() => {
+      for (const p of params) p.sub_(p.grad!.mul(0.1));
+    });
+    return loss;
+  };
+
+  let first = 0;
+  for (let i = 0; i < 100; i++) {
+    const l = step();
+    if (i === 0) first = await l.item();
+  }
+  const baseline = await settle();
+  const samples: number[] = [];
+  let last = 0;
+  for (let i = 100; i < 2000; i++) {
+    const l = step();
+    if (i % 100 === 99) {
+      samples.push(await settle());
+      last = await l.item();
+    }
+  }
+  // Everything alive at the end: x, y, the parameters and their grads (a few KB). Allow
+  // slack for objects a single gc pass misses, but not for growth with the step count.
+  const bound = baseline + 32 * 1024;
+  for (const s of samples)
+    assert.ok(s <= bound, `live bytes ${s} exceed ${bound} (baseline ${baseline}); samples ${samples}`);
+  assert.ok(baseline < 256 * 1024, `baseline ${baseline}`);
+  assert.ok(last < first * 0.5, `training progressed: ${first} -> ${last}`);
+});
+
+test("memory: `using` releases at the end of the block", () => {
+  const before = torch.memory.stats();
+  let escaped: torch.Tensor;
+  {
+    using t = torch.ones(1000, { dtype: "float64" });
+    escaped = t;
+    assert.equal(torch.memory.stats().liveBytes, before.liveBytes + 8000);
+  }
+  assert.equal(torch.memory.stats().liveBytes, before.liveBytes);
+  assert.equal(escaped.isDisposed, true);
+  assert.throws(() => escaped._tolistSync(), /Tensor has been disposed/);
+});
+
+test("memory: dispose() frees the storage shared by all views", () => {
+  const before = torch.memory.stats().liveBytes;
+  const t = torch.zeros(256);
+  const v = t.view(16, 16);
+  assert.equal(torch.memory.stats().liveBytes, before + 1024);
+  v.dispose();
+  assert.equal(t.isDisposed, true);
+  assert.equal(torch.memory.stats().liveBytes, before);
+});
+
+test("memory: torch.scope disposes intermediates and keeps what it returns", async () => {
+  const x = torch.ones(100);
+  const before = torch.memory.stats().liveBytes;
+  let inner: torch.Tensor[] = [];
+  const out = torch.scope(() => {
+    const a = x.mul(2);
+    const b = a.add(1);
+    const c = b.exp();
+    inner = [a, b];
+    return { result: c.sum(), kept: torch.keep(b.neg()) };
+  });
+  assert.ok(
+    inner.every((t) => t.isDisposed),
+    "intermediates disposed",
+  );
+  assert.equal(x.isDisposed, false, "tensors from outside the scope are untouched");
+  assert.equal(out.result.isDisposed, false);
+  assert.equal(out.kept.isDisposed, false);
+  assert.ok(Math.abs((await out.result.item()) - 100 * Math.exp(3)) < 0.1);
+  assert.deepEqual(((await out.kept.tolist()) as number[]).slice(0, 2), [-3, -3]);
+  // only the two results (a 0-dim float32 and 100 float32) remain
+  assert.equal(torch.memory.stats().liveBytes, before + 4 + 400);
+});
+
+test("memory: stats track allocations and peak", () => {
+  torch.memory.resetPeakStats();
+  const s0 = torch.memory.stats();
+  assert.equal(s0.peakBytes, s0.liveBytes);
+  const t = torch.zeros(1024, { dtype: "float64" });
+  const s1 = torch.memory.stats();
+  assert.equal(s1.liveBytes, s0.liveBytes + 8192);
+  assert.equal(s1.liveBuffers, s0.liveBuffers + 1);
+  assert.ok(s1.allocationCount > s0.allocationCount);
+  t.dispose();
+  const s2 = torch.memory.stats();
+  assert.equal(s2.liveBytes, s0.liveBytes);
+  assert.equal(s2.peakBytes, s0.liveBytes + 8192);
+});
