@@ -8,7 +8,7 @@ import * as S from "./ops/shape_ops.js";
 import * as R from "./ops/reduce.js";
 import * as L from "./ops/linalg.js";
 import * as RNG from "./ops/random.js";
-import { inplaceSet } from "./ops/inplace.js";
+import { inplaceSet, copy_ as copyInplace } from "./ops/inplace.js";
 import { backward, type BackwardOptions } from "./autograd/engine.js";
 
 type T = Tensor;
@@ -208,7 +208,7 @@ const direct: Record<string, (...a: never[]) => unknown> = {
   argmin: R.argmin, var: R.var_, std: R.std, logsumexp: R.logsumexp, norm: R.norm, any: R.any, all: R.all,
   cumsum: R.cumsum, cumprod: R.cumprod, sort: R.sort, argsort: R.argsort, topk: R.topk,
   matmul: L.matmul, mm: L.mm, bmm: L.bmm, mv: L.mv, dot: L.dot, outer: L.outer,
-  copy_: (t: T, s: T) => inplaceSet(t, s, "copy_"),
+  copy_: copyInplace,
   zero_: (t: T) => inplaceSet(t, 0, "zero_"),
   fill_: (t: T, v: TensorLike) => inplaceSet(t, v, "fill_"),
   uniform_: RNG.uniform_,

@@ -152,6 +152,14 @@ export function expand(x: Tensor, shape: Shape): Tensor {
     throw new RangeError(
       `expand: the number of sizes provided (${nd}) must be greater or equal to the number of dimensions in the tensor (${x.ndim})`,
     );
+  for (let i = nd - 1; i >= nd - x.ndim; i--) {
+    const have = x.shape[i - (nd - x.ndim)]!;
+    const w = shape[i] === -1 ? have : shape[i]!;
+    if (have !== w && have !== 1)
+      throw new RangeError(
+        `expand: The expanded size of the tensor (${w}) must match the existing size (${have}) at non-singleton dimension ${i}.  Target sizes: ${shapeStr(shape)}.  Tensor sizes: ${shapeStr(x.shape)}`,
+      );
+  }
   const strides: number[] = [];
   const outShape: number[] = [];
   for (let i = 0; i < nd; i++) {
@@ -376,10 +384,16 @@ export function argreduce(op: "argmax" | "argmin", x: Tensor, axis: number, keep
 
 // ---------------- matmul ----------------
 
+const TYPE_NAMES: Record<string, string> = {
+  float32: "Float", float64: "Double", float16: "Half", bfloat16: "BFloat16", int64: "Long", int32: "Int", int8: "Char", uint8: "Byte", bool: "Bool",
+};
+
 /** Batched matmul on [..., M, K] x [..., K, N] with broadcast batch dims. */
 export function matmulPrim(a: Tensor, b: Tensor): Tensor {
   const name = currentOpName() ?? "matmul";
   checkSameDevice(name, [a, b]);
+  if (a.dtype !== b.dtype)
+    throw new TypeError(`${name}: expected scalar type ${TYPE_NAMES[a.dtype] ?? a.dtype} but found ${TYPE_NAMES[b.dtype] ?? b.dtype}`);
   const K = a.shape[a.ndim - 1]!;
   if (b.shape[b.ndim - 2] !== K)
     throw new RangeError(

@@ -5,7 +5,7 @@ import { isGradEnabled } from "../autograd/grad_mode.js";
 import { flushAll, realize } from "../runtime/dispatch.js";
 import { Tensor, type TensorLike } from "../tensor.js";
 import { cast, expand, reshape, stridedScatter, asStridedLogical, scalarTensor } from "./core.js";
-import { contiguous, detach } from "./shape_ops.js";
+import { contiguous, detach, toDevice } from "./shape_ops.js";
 import * as M from "./math.js";
 
 function checkLeaf(t: Tensor, name: string): void {
@@ -80,7 +80,8 @@ export function inplaceSet(t: Tensor, value: TensorLike, name: string): Tensor {
 }
 
 export function copy_(t: Tensor, src: Tensor): Tensor {
-  return inplaceSet(t, src, "copy_");
+  // copy_ is the one in-place op that may cross devices, as in PyTorch
+  return inplaceSet(t, src.device === t.device ? src : toDevice(src, t.device), "copy_");
 }
 export function zero_(t: Tensor): Tensor {
   return inplaceSet(t, 0, "zero_");
