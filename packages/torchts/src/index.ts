@@ -28,11 +28,15 @@ export { var_ as var } from "./ops/reduce.js";
 
 import { sameShape } from "./ir/shape.js";
 import { cacheStats, resetCache } from "./runtime/cache.js";
+import { compileStats, resetCompileStats } from "./compile/index.js";
 import { memoryStats, resetPeakStats } from "./runtime/memory.js";
 import { flushAll } from "./runtime/dispatch.js";
 import { gradcheck } from "./autograd/gradcheck.js";
 
-export const compiler = { cacheStats, resetCache };
+export const compiler = { cacheStats, resetCache, stats: compileStats, resetStats: resetCompileStats };
+export { compile } from "./compile/index.js";
+export type { CompileOptions, CompileStats } from "./compile/index.js";
+export * as profiler from "./runtime/profiler_api.js";
 export const memory = { stats: memoryStats, resetPeakStats };
 export * as autograd from "./autograd/index.js";
 export { gradcheck };
@@ -72,3 +76,11 @@ export * as safetensors from "./io/safetensors.js";
 import * as data from "./utils/data.js";
 export const utils = { data };
 export { softmax, logSoftmax } from "./nn/functional/activation.js";
+export * as vision from "./vision/index.js";
+export { save, load } from "./io/checkpoint.js";
+export * as serialization from "./io/checkpoint.js";
+export * as amp from "./amp/index.js";
+export { autocast } from "./amp/autocast.js";
+export * as webgpu from "./webgpu.js";
+export { setCpuFallback } from "./webgpu.js";
+export * as backends from "./backends.js";

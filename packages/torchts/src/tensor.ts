@@ -162,11 +162,16 @@ export class Tensor {
 
   // ---- host reads (async because accelerators are) ----
   async data(): Promise<HostArray> {
-    const c = this._contiguousHost();
-    return c;
+    const dev = this._storage.device;
+    if (dev.readSync) return this._contiguousHost();
+    // accelerators (webgpu): realize, then await the device's async read
+    this._checkAlive();
+    realize(this._storage);
+    return this._gather(await dev.read(this._storage.buf!, this._storage.dtype, this._storage.numel));
   }
   async tolist(): Promise<NestedArray> {
-    return this._tolistSync();
+    if (this._storage.device.readSync) return this._tolistSync();
+    return this._nested(await this.data());
   }
   async item(): Promise<number> {
     if (this.numel() !== 1)
@@ -179,8 +184,14 @@ export class Tensor {
     this._checkAlive();
     realize(this._storage);
     const dev = this._storage.device;
-    if (!dev.readSync) throw new Error(`${dev.name} tensors must be read with await t.data()`);
-    const src = dev.readSync(this._storage.buf!, this._storage.dtype, this._storage.numel);
+    if (!dev.readSync)
+      throw new Error(
+        `${dev.name} tensors cannot be read synchronously: use await t.data() / t.tolist() / t.item(), or await t.cpuAsync() instead of .cpu()`,
+      );
+    return this._gather(dev.readSync(this._storage.buf!, this._storage.dtype, this._storage.numel));
+  }
+  /** This view's elements, contiguous, from its whole storage's host copy. */
+  _gather(src: HostArray): HostArray {
     const n = this.numel();
     const out = new (src.constructor as new (n: number) => HostArray)(n);
     const nd = this.ndim;
@@ -205,7 +216,9 @@ export class Tensor {
     return out;
   }
   _tolistSync(): NestedArray {
-    const flat = this._contiguousHost();
+    return this._nested(this._contiguousHost());
+  }
+  _nested(flat: HostArray): NestedArray {
     const isBool = this.dtype === "bool";
     const conv = (v: number): Scalar => (isBool ? v !== 0 : v);
     if (this.ndim === 0) return conv(flat[0]!);

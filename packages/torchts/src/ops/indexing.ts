@@ -426,7 +426,8 @@ export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
     const d = normDim(dim, xx.ndim, "index_select");
     const n = xx.shape[d]!;
     const neg = checkIndex(idx, n, () => "index out of range in self");
-    if (neg) throw new RangeError("index out of range in self");
+    // (on devices without synchronous reads the indices are not checked on the host)
+    if (neg && idx._storage.device.readSync) throw new RangeError("index out of range in self");
     const out = gatherPrim(xx, d, alongDim(idx, d, xx.shape));
     return x.ndim === 0 ? reshape(out, index.ndim === 0 ? [] : [idx.numel()]) : out;
   });
@@ -519,7 +520,8 @@ export function indexAdd(x: Tensor, dim: number, index: Tensor, source: Tensor, 
     if (source.ndim !== x.ndim || !sameShape(source.shape, want))
       throw new RangeError(`index_add_(): source ${shapeStr(source.shape)} must have shape ${shapeStr(want)} (self ${shapeStr(x.shape)}, dim ${d}, index of ${idx.numel()})`);
     const n = x.shape[d]!;
-    if (checkIndex(idx, n, () => "index out of range in self")) throw new RangeError("index out of range in self");
+    if (checkIndex(idx, n, () => "index out of range in self") && idx._storage.device.readSync)
+      throw new RangeError("index out of range in self");
     const src = opts.alpha === undefined || opts.alpha === 1 ? source : M.mul(source, opts.alpha);
     return scatterAddPrim(x, d, alongDim(idx, d, source.shape), cast(src, x.dtype));
   });

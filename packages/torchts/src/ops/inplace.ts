@@ -2,7 +2,7 @@
 // bump its version counter. Autograd is rebased like PyTorch: the tensor takes the new
 // grad_fn, and writing through a view rewrites its base (CopySlices).
 import { isGradEnabled } from "../autograd/grad_mode.js";
-import { flushAll, realize } from "../runtime/dispatch.js";
+import { adoptInto, prepareInplace } from "../runtime/dispatch.js";
 import { Tensor, type TensorLike } from "../tensor.js";
 import { cast, expand, reshape, stridedScatter, asStridedLogical, scalarTensor } from "./core.js";
 import { contiguous, detach, toDevice } from "./shape_ops.js";
@@ -32,15 +32,13 @@ export function inplaceSet(t: Tensor, value: TensorLike, name: string): Tensor {
   if (v.device !== t.device)
     throw new Error(`${name}: Expected all tensors to be on the same device, but found at least two devices, ${t.device} and ${v.device}!`);
   // anything pending that reads the old value must run before the write (fused mode)
-  flushAll();
-  realize(t._storage);
+  prepareInplace(t._storage);
   const track = isGradEnabled() && (v.requiresGrad || t.requiresGrad);
   const r = contiguous(expand(cast(v, t.dtype), t.shape));
   const full = r === v || r._storage === t._storage ? M.add(r, 0) : r; // never alias the destination
   if (coversStorage(t) && !t._base) {
     const fresh = full._offset === 0 && full.numel() === full._storage.numel ? full : contiguous(M.add(full, 0));
-    realize(fresh._storage);
-    t._storage.adopt(fresh._storage);
+    adoptInto(t._storage, fresh._storage);
     // keep the autograd history on t; `fresh` is a throwaway handle to the data now owned by t
     if (track) {
       t.gradFn = fresh.gradFn;
@@ -64,8 +62,7 @@ export function inplaceSet(t: Tensor, value: TensorLike, name: string): Tensor {
     const val = stridedScatter(full, [n], t.shape, t._strides, t._offset);
     const mask = M.gt(stridedScatter(M._onesLike(detach(full)), [n], t.shape, t._strides, t._offset), 0);
     const newFlat = M.where(mask, val, baseGrad ?? detach(flatOld));
-    realize(newFlat._storage);
-    t._storage.adopt(newFlat._storage);
+    adoptInto(t._storage, newFlat._storage);
     if (track) {
       const nb = reshape(newFlat, base.shape);
       base.gradFn = nb.gradFn;

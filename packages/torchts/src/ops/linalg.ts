@@ -5,9 +5,11 @@ import type { Tensor } from "../tensor.js";
 import { matmulPrim, reshape } from "./core.js";
 import * as M from "./math.js";
 import * as S from "./shape_ops.js";
+import { autocastInputs } from "../amp/autocast.js";
 
 export function matmul(a: Tensor, b: Tensor): Tensor {
   return withOp("matmul", () => {
+    [a, b] = autocastInputs(a, b);
     if (a.ndim === 0 || b.ndim === 0)
       throw new RangeError(`matmul: both arguments to matmul need to be at least 1D, but they are ${a.ndim}D and ${b.ndim}D`);
     const kA = a.shape[a.ndim - 1]!;
@@ -56,6 +58,7 @@ export function addmm(input: Tensor, a: Tensor, b: Tensor, opts: { beta?: number
 /** F.linear: x @ w^T + b */
 export function linear(x: Tensor, w: Tensor, b?: Tensor | null): Tensor {
   return withOp("linear", () => {
+    [x, w, b] = autocastInputs(x, w, b);
     if (x.shape[x.ndim - 1] !== w.shape[w.ndim - 1])
       throw new RangeError(
         `linear: mat1 and mat2 shapes cannot be multiplied (${x.shape.slice(0, -1).reduce((p, q) => p * q, 1)}x${x.shape[x.ndim - 1]} and ${w.shape[w.ndim - 1]}x${w.shape[0]})`,

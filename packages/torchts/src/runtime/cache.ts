@@ -3,20 +3,26 @@
 import type { DevicePlugin, Executable } from "../device/plugin.js";
 import type { IRGraph } from "../ir/prims.js";
 import { nodeKey } from "../ir/prims.js";
+import { fusedKey, fusionDevices, isFused } from "./fused_graph.js";
+import { cacheDir, cacheOnly, diskGet, diskPut } from "./disk_cache.js";
+import { log } from "./logs.js";
 
 export interface CacheStats {
   hits: number;
   misses: number;
   compileTimeMs: number;
   entries: number;
+  /** Fused kernels whose code was generated in this process (not loaded from the disk cache). */
+  codegen: number;
 }
 
 const MAX_ENTRIES = 8192;
 const cache = new Map<string, Executable>();
-const stats = { hits: 0, misses: 0, compileTimeMs: 0 };
+const stats = { hits: 0, misses: 0, compileTimeMs: 0, codegen: 0 };
 
 export function graphKey(dev: DevicePlugin, g: IRGraph): string {
-  return `${dev.name}|${g.nodes.map(nodeKey).join("|")}`;
+  const base = `${dev.name}|${g.nodes.map(nodeKey).join("|")}`;
+  return isFused(g) ? `${base}|${fusedKey(g)}` : base;
 }
 
 export function getExecutable(dev: DevicePlugin, g: IRGraph): Executable {
@@ -30,10 +36,30 @@ export function getExecutable(dev: DevicePlugin, g: IRGraph): Executable {
   }
   stats.misses++;
   const t0 = performance.now();
-  const exe = dev.compile(g);
+  const exe = isFused(g) && fusionDevices.has(dev) ? compileFusedCached(dev, g, key) : dev.compile(g);
   stats.compileTimeMs += performance.now() - t0;
   cache.set(key, exe);
   if (cache.size > MAX_ENTRIES) cache.delete(cache.keys().next().value!);
+  return exe;
+}
+
+/** Fused kernels: disk tier first (their generated source is what is stored), then codegen. */
+function compileFusedCached(dev: DevicePlugin, g: IRGraph, key: string): Executable {
+  type Compile = (g: IRGraph, source?: string) => Executable & { source?: string };
+  const src = diskGet(key);
+  if (src !== null) {
+    try {
+      return (dev.compile as Compile)(g, src);
+    } catch (e) {
+      log("cache", `cached kernel failed to load (${(e as Error).message}); recompiling`);
+    }
+  }
+  if (cacheOnly())
+    throw new Error(`TORCHTS_CACHE_ONLY=1: kernel not in the disk cache (${cacheDir()}): ${key.slice(0, 300)}`);
+  stats.codegen++;
+  const exe = (dev.compile as Compile)(g);
+  log("kernels", () => `${key.slice(0, 200)}\n${exe.source ?? "<no source>"}`);
+  if (exe.source !== undefined) diskPut(key, exe.source);
   return exe;
 }
 
@@ -43,5 +69,5 @@ export function cacheStats(): CacheStats {
 
 export function resetCache(): void {
   cache.clear();
-  stats.hits = stats.misses = stats.compileTimeMs = 0;
+  stats.hits = stats.misses = stats.compileTimeMs = stats.codegen = 0;
 }

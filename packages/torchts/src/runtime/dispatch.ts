@@ -7,10 +7,16 @@ import type { IRNode, PrimName, PrimParams } from "../ir/prims.js";
 import { numel, type Shape } from "../ir/shape.js";
 import { getExecutable } from "./cache.js";
 import { currentOpName, getEagerMode, isAnomalyEnabled, userCallSite } from "./mode.js";
-import { Storage, type Pending, type ViewRef } from "./storage.js";
+import { pendingSet, Storage, type Pending, type ViewRef } from "./storage.js";
+import { flushGraph } from "./scheduler.js";
+import { profileKernel } from "./profiler.js";
 
-const pendingSet = new Set<WeakRef<Storage>>();
-const MAX_PENDING = 4096;
+/** Size bound of the lazy graph: recording more pending nodes than this flushes. */
+const MAX_PENDING = 16384;
+let recorded = 0;
+
+/** Set while torch.compile traces a function: host reads inside it are errors, not graph breaks. */
+export const traceState: { fn: string | null; violation: Error | null } = { fn: null, violation: null };
 
 export class TorchError extends Error {}
 
@@ -44,8 +50,13 @@ export function runPrim<P extends PrimName>(
   const mode = getEagerMode();
   if (mode === "fused") {
     st.pending = { node, inputs: inputs.map(snapshot), scalars };
-    pendingSet.add(new WeakRef(st));
-    if (pendingSet.size >= MAX_PENDING) flushAll();
+    const ref = new WeakRef(st);
+    pendingSet.add(ref);
+    for (const v of inputs) v.storage.addReader(ref);
+    if (++recorded >= MAX_PENDING && traceState.fn === null) {
+      recorded = 0;
+      flushAll();
+    }
     return st;
   }
   if (mode === "debug") {
@@ -65,52 +76,68 @@ function snapshot(v: ViewRef): ViewRef {
   return { storage: v.storage, shape: v.shape, strides: v.strides, offset: v.offset, dtype: v.dtype };
 }
 
-function execute(st: Storage, p: Pending): void {
-  for (const v of p.inputs) realize(v.storage);
+/** Run one node (strict/debug, and the fused scheduler's unfusable nodes); its inputs exist. */
+export function execute(st: Storage, p: Pending): void {
+  for (const v of p.inputs) if (!v.storage.buf) realize(v.storage);
   const dev = st.device;
   const exe = getExecutable(dev, { nodes: [p.node] });
   const out = st.allocate();
-  exe.run(
-    p.inputs.map((v) => ({ buf: v.storage.buf!, offset: v.offset })),
-    [out],
-    p.scalars,
-  );
+  const args = p.inputs.map((v) => ({ buf: v.storage.buf!, offset: v.offset }));
+  profileKernel(p.node.prim, () => exe.run(args, [out], p.scalars));
 }
 
-/** Make a storage's value exist, running whatever pending IR produces it (iteratively: chains can be long). */
+/** Make a storage's value exist, running (fused) whatever pending graph produces it. */
 export function realize(st: Storage): void {
   if (st.buf || !st.pending) {
     if (st.disposed) throw new Error("Tensor has been disposed and can no longer be used");
     return;
   }
-  const stack: Storage[] = [st];
-  while (stack.length) {
-    const s = stack[stack.length - 1]!;
-    if (s.buf || !s.pending) {
-      stack.pop();
-      continue;
-    }
-    const waiting = s.pending.inputs.filter((v) => !v.storage.buf && v.storage.pending);
-    if (waiting.length) {
-      for (const v of waiting) stack.push(v.storage);
-      continue;
-    }
-    const p = s.pending;
-    execute(s, p);
-    s.pending = null;
-    stack.pop();
-  }
+  if (traceState.fn !== null) throw hostReadError();
+  flushGraph([st], execute);
 }
 
-/** torch.sync(): run everything pending (fused mode). */
+function hostReadError(): TorchError {
+  const site = userCallSite();
+  const stack = new Error().stack ?? "";
+  const reads = [...stack.matchAll(/\.(item|tolist|data|_contiguousHost) /g)].map((m) => m[1]!);
+  const call = /formatTensor|toString/.test(stack) ? "printing" : (reads.at(-1) ?? "torch.sync()"); // the outermost read names the call
+  // remembered too: printing swallows read errors and async reads reject later; compile rethrows it
+  return (traceState.violation ??= new TorchError(
+    `torch.compile: '${traceState.fn}' reads a tensor value on the host (${call === "_contiguousHost" ? "a synchronous read" : call}) at ${site}; ` +
+      `a compiled function must not read values inside it: return the tensor and read it after the call`,
+  )) as TorchError;
+}
+
+/** torch.sync(): run everything pending (fused mode). Values only used inside a fused kernel stay unmaterialized. */
 export function flushAll(): void {
+  if (traceState.fn !== null && pendingSet.size) throw hostReadError();
   const live: Storage[] = [];
   for (const r of pendingSet) {
     const s = r.deref();
     if (s && s.pending) live.push(s);
   }
   pendingSet.clear();
-  for (const s of live) realize(s);
+  recorded = 0;
+  if (!live.length) return;
+  // roots: pending values no other pending node reads (everything else is computed on the way)
+  const read = new Set<Storage>();
+  for (const s of live) for (const v of s.pending!.inputs) read.add(v.storage);
+  const roots = live.filter((s) => !read.has(s));
+  // intermediates left unmaterialized stay recomputable on demand; they are not new work for the next sync
+  flushGraph(roots.length ? roots : live, execute);
+}
+
+/** Before an in-place write: eager modes run everything pending; fused mode defers it (see Storage.adopt). */
+export function prepareInplace(st: Storage): void {
+  if (getEagerMode() === "fused") return;
+  flushAll();
+  realize(st);
+}
+
+/** Land `src`'s value in `dst` (the end of every in-place op). */
+export function adoptInto(dst: Storage, src: Storage): void {
+  if (getEagerMode() !== "fused" || !src.pending) realize(src);
+  dst.adopt(src);
 }
 
 export function pendingCount(): number {

@@ -66,7 +66,7 @@ export function withOp<T>(name: string, fn: () => T): T {
 export function userCallSite(): string {
   const stack = new Error().stack?.split("\n").slice(1) ?? [];
   for (const l of stack) {
-    if (/torchts[\\/](src|dist)[\\/]/.test(l) || l.includes("node:internal")) continue;
+    if (/torchts[\\/](src|dist)[\\/]/.test(l) || l.includes("node:internal") || l.includes("(<anonymous>)")) continue;
     return l.trim().replace(/^at /, "");
   }
   return "<unknown>";

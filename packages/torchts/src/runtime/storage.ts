@@ -22,9 +22,16 @@ export interface Pending {
   callSite?: string;
 }
 
+/** Every storage that became pending (fused mode); flushAll and the size bound walk it. */
+export const pendingSet = new Set<WeakRef<Storage>>();
+
 export class Storage {
   buf: DeviceBuffer | null = null;
   pending: Pending | null = null;
+  /** Pending nodes that read this storage (fused mode): re-pointed when its contents move away. */
+  readers: WeakRef<Storage>[] | null = null;
+  /** Written in place (parameters, optimizer state): always materialized, never left to recompute. */
+  persistent = false;
   /** Bumped by every in-place write; autograd compares it with the version it saved. */
   version = 0;
   disposed = false;
@@ -44,20 +51,96 @@ export class Storage {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    this.pending = null;
-    if (this.buf) trackFree(this, this.device, this.buf);
+    if (!this.moveOut()) {
+      this.pending = null;
+      if (this.buf) trackFree(this, this.device, this.buf);
+      this.buf = null;
+    }
+  }
+
+  /** Record that pending storage r reads this one. */
+  addReader(r: WeakRef<Storage>): void {
+    const rs = (this.readers ??= []);
+    rs.push(r);
+    if (rs.length > 64 && rs.length > 2 * ((this as { _pruned?: number })._pruned ?? 0)) {
+      this.readers = rs.filter((w) => w.deref()?.pending);
+      (this as { _pruned?: number })._pruned = this.readers.length;
+    }
+  }
+
+  /**
+   * Before this storage's contents are replaced or freed: if pending nodes still read the
+   * current contents, move them (buffer or pending node) into a fresh storage and re-point
+   * those readers at it, so deferred work sees the value as it was when it was recorded.
+   * Returns whether anything was moved (then this storage is left empty).
+   */
+  moveOut(): boolean {
+    const rs = this.readers;
+    this.readers = null;
+    if (!rs) return false;
+    const live: Storage[] = [];
+    for (const w of rs) {
+      const r = w.deref();
+      if (r?.pending && r.pending.inputs.some((v) => v.storage === this) && !live.includes(r)) live.push(r);
+    }
+    if (!live.length || (!this.buf && !this.pending)) return false;
+    const old = new Storage(this.device, this.dtype, this.numel);
+    if (this.buf) {
+      old.buf = this.buf;
+      transferOwnership(this, old, this.device, this.buf);
+    }
+    old.pending = this.pending;
+    old.persistent = this.persistent; // state moved aside must still be materialized, or recompute chains grow
+    if (old.pending) {
+      const ref = new WeakRef(old);
+      pendingSet.add(ref);
+      for (const v of old.pending.inputs) v.storage.addReader(ref);
+    }
+    for (const r of live) {
+      r.pending!.inputs = r.pending!.inputs.map((v) => (v.storage === this ? { ...v, storage: old } : v));
+      old.addReader(new WeakRef(r));
+    }
     this.buf = null;
+    this.pending = null;
+    return true;
   }
 
   /** Take over another (realized, unshared) storage's buffer: how in-place writes land. */
   adopt(other: Storage): void {
+    if (!other.buf && other.pending) return this.adoptPending(other);
     if (!other.buf) throw new Error("internal: adopt() needs a realized storage");
-    if (this.buf) trackFree(this, this.device, this.buf);
+    if (!this.moveOut() && this.buf) trackFree(this, this.device, this.buf);
     this.buf = other.buf;
     this.pending = null;
     transferOwnership(other, this, this.device, other.buf);
     other.buf = null;
+    this.takeReaders(other);
     other.disposed = true;
+  }
+
+  /** Fused mode: take over another storage's pending node without running it (a lazy in-place write). */
+  private adoptPending(other: Storage): void {
+    this.persistent = true;
+    if (!this.moveOut() && this.buf) trackFree(this, this.device, this.buf);
+    this.buf = null;
+    this.pending = other.pending;
+    other.pending = null;
+    const ref = new WeakRef<Storage>(this);
+    pendingSet.add(ref);
+    for (const v of this.pending!.inputs) v.storage.addReader(ref);
+    this.takeReaders(other);
+    other.disposed = true;
+  }
+
+  /** Whoever was going to read `other` reads the same value here. */
+  private takeReaders(other: Storage): void {
+    for (const w of other.readers ?? []) {
+      const r = w.deref();
+      if (!r?.pending) continue;
+      r.pending.inputs = r.pending.inputs.map((v) => (v.storage === other ? { ...v, storage: this } : v));
+      this.addReader(w);
+    }
+    other.readers = null;
   }
 
   static fromHost(device: DevicePlugin, dtype: DType, data: ArrayLike<number>): Storage {

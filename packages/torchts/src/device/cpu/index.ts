@@ -6,6 +6,9 @@ import { PRIM_NAMES, type IRGraph } from "../../ir/prims.js";
 import type { DeviceBuffer, DevicePlugin, Executable, KernelArg } from "../plugin.js";
 import type { Arr } from "./codegen.js";
 import { buildKernel } from "./kernels.js";
+import { fusionDevices, isFused, type FusedGraph } from "../../runtime/fused_graph.js";
+import { fusedSource, loadFused, type FusedKernel } from "./fused.js";
+import { numel } from "../../ir/shape.js";
 
 const EMPTY = new Float32Array(0);
 
@@ -16,8 +19,48 @@ export class CpuBuffer implements DeviceBuffer {
   ) {}
 }
 
-function compile(graph: IRGraph): Executable {
-  if (graph.nodes.length !== 1) throw new Error("cpu: multi-node graphs are compiled by the fusion scheduler");
+function compileFused(graph: FusedGraph, source?: string): Executable & { source: string } {
+  const src = source ?? fusedSource(graph);
+  const k = loadFused(src);
+  if (graph.kind === "matmul") return matmulWithEpilogue(graph, src, k);
+  return {
+    source: src,
+    run(inputs: KernelArg[], outputs: DeviceBuffer[]) {
+      k(
+        outputs.map((b) => (b as CpuBuffer).data as Arr),
+        inputs.map((a) => (a.buf as CpuBuffer).data as Arr),
+        inputs.map((a) => a.offset),
+      );
+    },
+  };
+}
+
+function matmulWithEpilogue(graph: FusedGraph, src: string, epi: FusedKernel): Executable & { source: string } {
+  const mm = buildKernel(graph.nodes[0]!);
+  const [a, b] = graph.srcs[0] as [{ ext: number }, { ext: number }];
+  const out0 = graph.outputs.indexOf(0); // the product itself is also an output
+  const mmNode = graph.nodes[0]!;
+  let scratch: Arr | null = null;
+  return {
+    source: src,
+    run(inputs: KernelArg[], outputs: DeviceBuffer[]) {
+      const outs = outputs.map((o) => (o as CpuBuffer).data as Arr);
+      let prod: Arr;
+      if (out0 >= 0) prod = outs[out0]!;
+      else prod = scratch ??= hostArray(mmNode.out.dtype, numel(mmNode.out.shape)) as Arr;
+      mm(prod, [(inputs[a.ext]!.buf as CpuBuffer).data as Arr, (inputs[b.ext]!.buf as CpuBuffer).data as Arr], [inputs[a.ext]!.offset, inputs[b.ext]!.offset], []);
+      const ins = inputs.map((x) => (x.buf as CpuBuffer).data as Arr);
+      const offs = inputs.map((x) => x.offset);
+      ins.push(prod);
+      offs.push(0);
+      epi(outs.filter((_, q) => q !== out0), ins, offs);
+    },
+  };
+}
+
+function compile(graph: IRGraph, source?: string): Executable {
+  if (isFused(graph)) return compileFused(graph, source);
+  if (graph.nodes.length !== 1) throw new Error("cpu: multi-node graphs must come from the fusion scheduler");
   const k = buildKernel(graph.nodes[0]!);
   return {
     run(inputs: KernelArg[], outputs: DeviceBuffer[], scalars: readonly number[]) {
@@ -76,3 +119,5 @@ export const cpu: DevicePlugin = {
   primitives: new Set(PRIM_NAMES),
   overrides: new Set(),
 };
+
+fusionDevices.add(cpu);

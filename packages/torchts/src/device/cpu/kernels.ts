@@ -4,8 +4,31 @@ import type { BinaryOp, IRNode, PrimName, PrimParams, UnaryOp } from "../../ir/p
 import { contiguousStrides, numel, type Shape } from "../../ir/shape.js";
 import { elementwise, reduction, storeExpr, type Arr, type Kernel } from "./codegen.js";
 import { H, philox } from "./math.js";
+import { isWasmUnary, matmulF32, sumRowsF32, unaryF32, wasmRuntime } from "./wasm/index.js";
 
-const UNARY: Record<UnaryOp, (x: string, d: DType) => string> = {
+// Below this many multiply-adds the JS kernel beats packing into wasm memory.
+const WASM_MATMUL_MIN_MACS = 4096;
+// Elementwise/row kernels go to wasm from this many elements (staging + dispatch overhead).
+const WASM_MIN_ELEMS = 2048;
+
+/** Strides of a dense row-major layout (size-1 dims may have any stride). */
+function isContiguous(shape: Shape, strides: Shape): boolean {
+  let acc = 1;
+  for (let d = shape.length - 1; d >= 0; d--) {
+    if (shape[d] !== 1 && strides[d] !== acc) return false;
+    acc *= shape[d]!;
+  }
+  return true;
+}
+
+/** Wraps a JS kernel with a wasm fast path; the JS kernel runs when wasm declines. */
+function withWasm(js: Kernel, fast: (O: Arr, ins: Arr[], offs: number[]) => boolean): Kernel {
+  return (O, ins, offs, S) => {
+    if (!fast(O, ins, offs)) js(O, ins, offs, S);
+  };
+}
+
+export const UNARY: Record<UnaryOp, (x: string, d: DType) => string> = {
   identity: (x) => x,
   neg: (x) => `-${x}`,
   exp: (x) => `Math.exp(${x})`,
@@ -44,7 +67,7 @@ const UNARY: Record<UnaryOp, (x: string, d: DType) => string> = {
   frac: (x) => `(${x}-Math.trunc(${x}))`,
 };
 
-const BINARY: Record<BinaryOp, (a: string, b: string, d: DType) => string> = {
+export const BINARY: Record<BinaryOp, (a: string, b: string, d: DType) => string> = {
   add: (a, b) => `${a}+${b}`,
   sub: (a, b) => `${a}-${b}`,
   mul: (a, b) => `${a}*${b}`,
@@ -72,7 +95,7 @@ const BINARY: Record<BinaryOp, (a: string, b: string, d: DType) => string> = {
   truncdiv: (a, b) => `Math.trunc(${a}/${b})`,
 };
 
-function castExpr(x: string, from: DType, to: DType): string {
+export function castExpr(x: string, from: DType, to: DType): string {
   if (to === "bool") return `(${x}!==0)`;
   if (!isFloating(to) && isFloating(from)) return `(Number.isFinite(${x})?Math.trunc(${x}):0)`;
   return x;
@@ -108,8 +131,15 @@ function checkIndex(v: number, size: number, dim: number, op: string): number {
 
 const builders: { [P in PrimName]: Builder<P> } = {
   unary: (n) => {
-    const d = n.inputs[0]!.dtype;
-    return elementwise(n.out.shape, [n.inputs[0]!.strides], ([x]) => UNARY[n.params.op](x!, d), n.out.dtype);
+    const x = n.inputs[0]!;
+    const d = x.dtype;
+    const js = elementwise(n.out.shape, [x.strides], ([v]) => UNARY[n.params.op](v!, d), n.out.dtype);
+    const op = n.params.op;
+    const total = numel(n.out.shape);
+    if (d === "float32" && n.out.dtype === "float32" && op !== "identity" && isWasmUnary(op) &&
+        total >= WASM_MIN_ELEMS && isContiguous(x.shape, x.strides) && wasmRuntime())
+      return withWasm(js, (O, ins, offs) => unaryF32(op, ins[0]!, offs[0]!, total, O));
+    return js;
   },
   binary: (n) => {
     const d = n.inputs[0]!.dtype;
@@ -136,7 +166,15 @@ const builders: { [P in PrimName]: Builder<P> } = {
       all: ["1", "if(x===0)acc=0;", "acc"],
     };
     const [init, comb, fin] = spec[op];
-    return reduction(v.shape, v.strides, axes, init, comb, fin, n.out.dtype);
+    const js = reduction(v.shape, v.strides, axes, init, comb, fin, n.out.dtype);
+    const nd = v.shape.length;
+    const total = numel(v.shape);
+    if (op === "sum" && v.dtype === "float32" && n.out.dtype === "float32" && axes.length === 1 && axes[0] === nd - 1 &&
+        total >= WASM_MIN_ELEMS && isContiguous(v.shape, v.strides) && wasmRuntime()) {
+      const cols = v.shape[nd - 1]!;
+      return withWasm(js, (O, ins, offs) => sumRowsF32(ins[0]!, offs[0]!, total / cols, cols, O));
+    }
+    return js;
   },
   argreduce: (n) => {
     const v = n.inputs[0]!;
@@ -165,6 +203,19 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const [sbk, sbn] = [b.strides[nd - 2]!, b.strides[nd - 1]!];
     const abs = a.strides.slice(0, nd - 2);
     const bbs = b.strides.slice(0, nd - 2);
+    const f32 = a.dtype === "float32" && b.dtype === "float32" && n.out.dtype === "float32";
+    if (f32 && M * N * K >= WASM_MATMUL_MIN_MACS && wasmRuntime()) {
+      return (O, ins, offs) => {
+        let p = 0;
+        const one = (idx: number[]) => {
+          const ao = offs[0]! + dot(idx, abs), bo = offs[1]! + dot(idx, bbs);
+          matmulF32(M, K, N, ins[0]!, ao, sam, sak, ins[1]!, bo, sbk, sbn, O, p);
+          p += M * N;
+        };
+        if (batch.length === 0) one([]);
+        else odometer(batch, one);
+      };
+    }
     // Generated per shape: B is packed into a contiguous float64 panel so the inner loop
     // is a unit-stride axpy that V8 optimizes well; 4 rows of A share each pass over B.
     const src = `

@@ -8,6 +8,7 @@ import { stridedScatter } from "../../ops/core.js";
 import * as M from "../../ops/math.js";
 import * as S from "../../ops/shape_ops.js";
 import { matmul } from "../../ops/linalg.js";
+import { autocastInputs } from "../../amp/autocast.js";
 import { ntuple, requireFloat, type IntOrTuple } from "./util.js";
 
 export interface ConvOpts {
@@ -51,6 +52,7 @@ export function windows(x: Tensor, k: number[], stride: number[], dil: number[],
 
 function convNd(nd: number, op: string, x0: Tensor, w: Tensor, b: Tensor | null | undefined, opts: ConvOpts): Tensor {
   return withOp(op, () => {
+    [x0, w, b] = autocastInputs(x0, w, b ?? opts.bias);
     requireFloat(x0, op);
     const [x, unbatch] = batchify(x0, nd, op);
     if (w.ndim !== nd + 2) throw new RangeError(`${op}: Expected ${nd + 2}-dimensional weight, but got weight of size ${shapeStr(w.shape)}`);
@@ -113,6 +115,7 @@ export function conv3d(x: Tensor, weight: Tensor, bias: Tensor | null = null, op
 
 function convTransposeNd(nd: number, op: string, x0: Tensor, w: Tensor, b: Tensor | null | undefined, opts: ConvTransposeOpts): Tensor {
   return withOp(op, () => {
+    [x0, w, b] = autocastInputs(x0, w, b ?? opts.bias);
     requireFloat(x0, op);
     const [x, unbatch] = batchify(x0, nd, op);
     if (w.ndim !== nd + 2) throw new RangeError(`${op}: Expected ${nd + 2}-dimensional weight, but got weight of size ${shapeStr(w.shape)}`);

@@ -1,0 +1,62 @@
+// minGPT training-step timings per execution mode: strict eager, fused eager and torch.compile.
+// Steps of the modes are interleaved (strict, fused, compile, strict, ...) so that load from
+// other processes hits every mode alike; the median step time after warmup is reported.
+// Run: cd packages/torchts && node --expose-gc --import tsx bench/compile_mingpt.ts [--steps N] [--modes strict,fused,compile]
+import * as torch from "../src/index.js";
+import { GPT } from "../../../examples/mingpt/model.js";
+
+const argv = process.argv.slice(2);
+const opt = (k: string) => (argv.includes(k) ? argv[argv.indexOf(k) + 1] : undefined);
+const steps = Number(opt("--steps") ?? 12);
+const modes = (opt("--modes") ?? "strict,fused,compile").split(",");
+const B = 8, T = 64, V = 65, WARM = 3;
+
+function setup(mode: string) {
+  torch.manualSeed(0);
+  const model = new GPT({ vocabSize: V, blockSize: T, nLayer: 2, nHead: 4, nEmbd: 64 });
+  const o = model.configureOptimizer({ lr: 3e-3, betas: [0.9, 0.95], weightDecay: 0.1 });
+  const step = (x: torch.Tensor, y: torch.Tensor) => {
+    const { loss } = model.forward(x, y);
+    o.zeroGrad({ setToNone: true });
+    loss!.backward();
+    torch.nn.utils.clipGradNorm_([...model.parameters()], 1.0);
+    o.step();
+    return loss!;
+  };
+  const fn = mode === "compile" ? torch.compile(step, { modules: [model] }) : step;
+  const eager = (mode === "compile" ? "fused" : mode) as torch.EagerMode;
+  return { fn, eager, times: [] as number[], losses: [] as number[] };
+}
+
+const runs = new Map(modes.map((m) => [m, setup(m)]));
+const batches = Array.from({ length: steps }, (_, i) => {
+  torch.manualSeed(100 + i);
+  return [torch.randint(0, V, [B, T]), torch.randint(0, V, [B, T])] as const;
+});
+for (let i = 0; i < steps; i++) {
+  for (const r of runs.values()) {
+    const [x, y] = batches[i]!;
+    const t0 = performance.now();
+    // sync: the step's deferred work (fused backward/optimizer) is charged to its own mode
+    const l = await torch.withEagerMode(r.eager, async () => {
+      const v = await r.fn(x, y).item();
+      torch.sync();
+      return v;
+    });
+    r.times.push(performance.now() - t0);
+    r.losses.push(l);
+  }
+}
+const median = (a: number[]) => [...a].sort((p, q) => p - q)[Math.floor(a.length / 2)]!;
+const ms = new Map([...runs].map(([m, r]) => [m, median(r.times.slice(WARM))]));
+for (const [m, r] of runs)
+  console.log(`${m.padEnd(8)} ${ms.get(m)!.toFixed(1).padStart(7)} ms/step (median of ${steps - WARM})  losses ${r.losses.slice(0, 3).map((l) => l.toFixed(5)).join(" ")} ... ${r.losses.at(-1)!.toFixed(5)}`);
+const base = runs.get("strict");
+if (base) {
+  for (const [m, r] of runs) {
+    if (m === "strict") continue;
+    const d = Math.max(...r.losses.map((l, i) => Math.abs(l - base.losses[i]!)));
+    console.log(`${m}: ${(ms.get("strict")! / ms.get(m)!).toFixed(2)}x faster than strict; max |loss - strict loss| = ${d.toExponential(2)}`);
+  }
+}
+console.log("compile stats:", JSON.stringify(torch.compiler.stats()));

@@ -1,0 +1,69 @@
+// Guards of a compiled function: what must stay the same for a compiled graph to be reused.
+// Each guard is a labeled part ("arg0.shape") so a recompile can say exactly what changed.
+import { Tensor } from "../tensor.js";
+
+export type GuardParts = Map<string, string>;
+
+const ids = new WeakMap<object, number>();
+let nextId = 1;
+function idOf(o: object): number {
+  let v = ids.get(o);
+  if (v === undefined) ids.set(o, (v = nextId++));
+  return v;
+}
+
+function describe(x: unknown, path: string, out: GuardParts, depth: number): void {
+  if (x instanceof Tensor) {
+    out.set(`${path}.shape`, `[${x.shape.join(",")}]`);
+    out.set(`${path}.dtype`, x.dtype);
+    out.set(`${path}.device`, x.device);
+    out.set(`${path}.requiresGrad`, String(x.requiresGrad));
+    return;
+  }
+  if (x === null || x === undefined || typeof x === "number" || typeof x === "string" || typeof x === "boolean") {
+    out.set(path, `${typeof x}:${String(x)}`);
+    return;
+  }
+  if (depth > 4) return;
+  if (Array.isArray(x)) {
+    out.set(`${path}.length`, String(x.length));
+    x.forEach((v, i) => describe(v, `${path}[${i}]`, out, depth + 1));
+    return;
+  }
+  if (typeof x === "object" && Object.getPrototypeOf(x) === Object.prototype)
+    for (const [k, v] of Object.entries(x as Record<string, unknown>)) describe(v, `${path}.${k}`, out, depth + 1);
+}
+
+export interface GuardedModule {
+  training: boolean;
+  namedParameters(): Iterable<[string, Tensor]>;
+}
+
+export function isModule(x: unknown): x is GuardedModule & { forward: (...a: unknown[]) => unknown } {
+  return typeof x === "object" && x !== null && typeof (x as { namedParameters?: unknown }).namedParameters === "function";
+}
+
+export function guardParts(args: readonly unknown[], modules: readonly GuardedModule[]): GuardParts {
+  const out: GuardParts = new Map();
+  args.forEach((a, i) => describe(a, `arg${i}`, out, 0));
+  modules.forEach((m, k) => {
+    out.set(`module${k}.training`, String(m.training));
+    const ps: string[] = [];
+    for (const [name, p] of m.namedParameters()) ps.push(`${name}#${idOf(p)}:${p.dtype}[${p.shape.join(",")}]@${p.device}`);
+    out.set(`module${k}.parameters`, ps.join(" "));
+  });
+  return out;
+}
+
+export function guardKey(g: GuardParts): string {
+  return [...g].map(([k, v]) => `${k}=${v}`).join(";");
+}
+
+/** Why g failed the guards of `prev` (the closest earlier entry): the first differing parts. */
+export function guardDiff(prev: GuardParts, g: GuardParts): string {
+  const out: string[] = [];
+  for (const [k, v] of g) if (prev.get(k) !== v) out.push(`${k} changed from ${prev.get(k) ?? "<absent>"} to ${v}`);
+  for (const k of prev.keys()) if (!g.has(k)) out.push(`${k} is gone`);
+  if (out.length > 3) return `${out.slice(0, 3).join("; ")} (+${out.length - 3} more)`;
+  return out.join("; ");
+}

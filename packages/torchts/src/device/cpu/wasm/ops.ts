@@ -1,0 +1,97 @@
+// JS entry points for the elementwise/row kernels. Operands already in the shared memory (cpu
+// buffers allocated in the arena) are used in place; others are staged through scratch blocks.
+import { UNARY_WASM, type UnaryWasm } from "./elementwise.js";
+import { wasmRuntime, type WasmRuntime } from "./runtime.js";
+
+type F32 = { [i: number]: number; length: number };
+const MIN_PER_THREAD = 32768; // elements: below this, waking a worker costs more than it saves
+
+export function isWasmUnary(op: string): op is UnaryWasm {
+  return (UNARY_WASM as readonly string[]).includes(op);
+}
+
+/** True when `a` is a view of the kernels' shared memory (zero-copy operand). */
+export function inArena(a: unknown): a is Float32Array {
+  return a instanceof Float32Array && a.buffer instanceof SharedArrayBuffer;
+}
+
+interface Staged {
+  ptr: number;
+  scratch: boolean;
+}
+
+function stageIn(rt: WasmRuntime, a: F32, off: number, n: number): Staged {
+  if (inArena(a)) return { ptr: a.byteOffset + off * 4, scratch: false };
+  const ptr = rt.arena.alloc(n * 4);
+  const v = new Float32Array(rt.memory.buffer, ptr, n);
+  if (a instanceof Float32Array) v.set(a.subarray(off, off + n));
+  else for (let i = 0; i < n; i++) v[i] = a[off + i]!;
+  return { ptr, scratch: true };
+}
+
+function stageOut(rt: WasmRuntime, out: F32, n: number): Staged {
+  if (inArena(out)) return { ptr: out.byteOffset, scratch: false };
+  return { ptr: rt.arena.alloc(n * 4), scratch: true };
+}
+
+function finish(rt: WasmRuntime, out: F32, n: number, o: Staged, ...ins: Staged[]): void {
+  if (o.scratch) {
+    const v = new Float32Array(rt.memory.buffer, o.ptr, n);
+    if (out instanceof Float32Array) out.set(v);
+    else for (let i = 0; i < n; i++) out[i] = v[i]!;
+    rt.arena.release(o.ptr);
+  }
+  for (const s of ins) if (s.scratch) rt.arena.release(s.ptr);
+}
+
+/** out[0..n) = op(x[off..off+n)); out must be a whole buffer (kernels may finish its last vector). */
+export function unaryF32(op: UnaryWasm, x: F32, off: number, n: number, out: F32): boolean {
+  const rt = wasmRuntime();
+  if (!rt) return false;
+  if (n === 0) return true;
+  const s = stageIn(rt, x, off, n), o = stageOut(rt, out, n);
+  rt.pool.run(rt.fn[`ew_${op}`]!, n, [s.ptr, o.ptr], 4, MIN_PER_THREAD / 4);
+  finish(rt, out, n, o, s);
+  return true;
+}
+
+/** out = tanh(x*a + b), one pass (the fused elementwise benchmark's kernel). */
+export function affineTanhF32(x: F32, off: number, n: number, a: number, b: number, out: F32): boolean {
+  const rt = wasmRuntime();
+  if (!rt) return false;
+  if (n === 0) return true;
+  const s = stageIn(rt, x, off, n), o = stageOut(rt, out, n);
+  rt.pool.run(rt.fn.ew_affine_tanh!, n, [s.ptr, o.ptr, a, b], 4, MIN_PER_THREAD / 4);
+  finish(rt, out, n, o, s);
+  return true;
+}
+
+/** Softmax over each of `rows` contiguous rows of length `n` (online max, exp, normalize). */
+export function softmaxRowsF32(x: F32, off: number, rows: number, n: number, out: F32): boolean {
+  const rt = wasmRuntime();
+  if (!rt) return false;
+  if (rows * n === 0) return true;
+  const s = stageIn(rt, x, off, rows * n), o = stageOut(rt, out, rows * n);
+  rt.pool.run(rt.fn.softmax_rows!, rows, [s.ptr, o.ptr, n], 1, Math.ceil(MIN_PER_THREAD / n));
+  finish(rt, out, rows * n, o, s);
+  return true;
+}
+
+/** out[r] = sum of row r (float32 accumulation in 4 lanes). */
+export function sumRowsF32(x: F32, off: number, rows: number, n: number, out: F32): boolean {
+  const rt = wasmRuntime();
+  if (!rt) return false;
+  if (rows === 0) return true;
+  const s = stageIn(rt, x, off, rows * n), o = stageOut(rt, out, rows);
+  rt.pool.run(rt.fn.sum_rows!, rows, [s.ptr, o.ptr, n], 1, Math.ceil(MIN_PER_THREAD / Math.max(1, n)));
+  finish(rt, out, rows, o, s);
+  return true;
+}
+
+/** A Float32Array of n elements inside the shared memory (zero-copy operand); release() frees it. */
+export function arenaF32(n: number): { data: Float32Array; release(): void } | null {
+  const rt = wasmRuntime();
+  if (!rt) return null;
+  const ptr = rt.arena.alloc(Math.max(1, n) * 4);
+  return { data: new Float32Array(rt.memory.buffer, ptr, n), release: () => rt.arena.release(ptr) };
+}

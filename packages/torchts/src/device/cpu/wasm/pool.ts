@@ -1,0 +1,135 @@
+// Worker threads that share the kernels' WebAssembly.Memory. Jobs are posted through a
+// control block at the start of that memory (Atomics), so a kernel call stays synchronous.
+// A job is cut into more chunks than threads and every thread, the caller included, claims
+// chunks until none are left: on a loaded machine a descheduled worker then costs nothing
+// (the caller does its share), instead of stalling the whole call.
+// Claims go through one 64-bit word (job tag << 32 | next chunk), so a worker that wakes late
+// can never claim a chunk of a newer job with the older job's parameters.
+
+export const CTL_BYTES = 1024;
+const GEN = 0, COMPLETED = 1, FN = 2, NCH = 3, READY = 4, UNITS = 5, ALIGN = 6, TOTAL = 7;
+const CLAIM_BYTE = 64, ARGS_BYTE = 512, MAX_ARGS = 16;
+export const MAX_THREADS = 64;
+const CHUNKS_PER_THREAD = 4;
+
+// Plain JS so it can be evaluated as a worker (Node) or from a Blob URL (browsers).
+const DRAIN_SRC = `
+function drain(ctl, claim, args, fns, gen) {
+  const tag = BigInt(gen) << 32n;
+  const f = fns[ctl[${FN}]], nch = ctl[${NCH}], units = ctl[${UNITS}], align = ctl[${ALIGN}], total = ctl[${TOTAL}];
+  const a0 = args[0], a1 = args[1], a2 = args[2], a3 = args[3], a4 = args[4], a5 = args[5], a6 = args[6], a7 = args[7];
+  for (;;) {
+    const v = Atomics.load(claim, 0);
+    if ((v & ~0xffffffffn) !== tag) return;
+    const c = Number(v & 0xffffffffn);
+    if (c >= nch) return;
+    if (Atomics.compareExchange(claim, 0, v, v + 1n) !== v) continue;
+    const lo = Math.min(total, Math.floor((units * c) / nch) * align);
+    const hi = Math.min(total, Math.floor((units * (c + 1)) / nch) * align);
+    if (lo < hi) f(lo, hi, a0, a1, a2, a3, a4, a5, a6, a7);
+    if (Atomics.add(ctl, ${COMPLETED}, 1) + 1 === nch) Atomics.notify(ctl, ${COMPLETED});
+  }
+}`;
+
+const WORKER_SRC = `
+const { workerData } = require("node:worker_threads");
+const { memory, module, names } = workerData;
+const inst = new WebAssembly.Instance(module, { env: { memory } });
+const ctl = new Int32Array(memory.buffer, 0, ${CTL_BYTES / 4});
+const claim = new BigInt64Array(memory.buffer, ${CLAIM_BYTE}, 1);
+const args = new Float64Array(memory.buffer, ${ARGS_BYTE}, ${MAX_ARGS});
+const fns = names.map((n) => inst.exports[n]);
+${DRAIN_SRC}
+let gen = Atomics.load(ctl, ${GEN});
+Atomics.add(ctl, ${READY}, 1);
+for (;;) {
+  Atomics.wait(ctl, ${GEN}, gen);
+  gen = Atomics.load(ctl, ${GEN});
+  drain(ctl, claim, args, fns, gen);
+}
+`;
+
+type WasmFn = (...a: number[]) => void;
+type Drain = (ctl: Int32Array, claim: BigInt64Array, args: Float64Array, fns: WasmFn[], gen: number) => void;
+const drain = new Function(`${DRAIN_SRC}; return drain;`)() as Drain;
+
+export class Pool {
+  private readonly ctl: Int32Array;
+  private readonly claim: BigInt64Array;
+  private readonly args: Float64Array;
+  private readonly workers: { terminate(): unknown }[] = [];
+  private canWait = true;
+
+  constructor(
+    private readonly memory: { readonly buffer: ArrayBufferLike },
+    private readonly module: object, // a WebAssembly.Module, posted to the workers
+    private readonly names: string[],
+    private readonly fns: WasmFn[],
+    public threads: number,
+    private readonly spawn: ((src: string, data: object) => { terminate(): unknown; unref?(): void }) | null,
+  ) {
+    this.ctl = new Int32Array(memory.buffer, 0, CTL_BYTES / 4);
+    this.claim = new BigInt64Array(memory.buffer, CLAIM_BYTE, 1);
+    this.args = new Float64Array(memory.buffer, ARGS_BYTE, MAX_ARGS);
+  }
+
+  /** Workers that have finished starting (the caller is one more thread). */
+  ready(): number {
+    return Math.min(Atomics.load(this.ctl, READY), this.workers.length);
+  }
+
+  // Workers are only added, never stopped early.
+  private start(): void {
+    if (!this.spawn) return;
+    for (let i = this.workers.length + 1; i < this.threads; i++) {
+      const w = this.spawn(WORKER_SRC, { memory: this.memory, module: this.module, names: this.names });
+      w.unref?.();
+      this.workers.push(w);
+    }
+  }
+
+  /**
+   * Runs fns[fn](lo, hi, ...args) over [0, total) in `align`-sized units across the threads;
+   * jobs under `minPerThread` units per thread stay on the calling thread.
+   */
+  run(fn: number, total: number, args: number[], align = 1, minPerThread = 1): void {
+    const units = Math.ceil(total / align);
+    let nt = Math.max(1, Math.min(this.threads, Math.floor(units / minPerThread)));
+    if (nt > 1 && this.workers.length < this.threads - 1) this.start();
+    nt = Math.min(nt, this.ready() + 1);
+    if (nt === 1) {
+      if (total > 0) this.fns[fn]!(0, total, ...args);
+      return;
+    }
+    const ctl = this.ctl;
+    const nch = Math.min(units, nt * CHUNKS_PER_THREAD);
+    for (let i = 0; i < args.length; i++) this.args[i] = args[i]!;
+    ctl[FN] = fn;
+    ctl[NCH] = nch;
+    ctl[UNITS] = units;
+    ctl[ALIGN] = align;
+    ctl[TOTAL] = total;
+    Atomics.store(ctl, COMPLETED, 0);
+    const gen = (ctl[GEN]! + 1) | 0;
+    Atomics.store(this.claim, 0, BigInt(gen) << 32n);
+    Atomics.store(ctl, GEN, gen);
+    Atomics.notify(ctl, GEN);
+    drain(ctl, this.claim, this.args, this.fns, gen);
+    for (let spins = 0; ; spins++) {
+      const d = Atomics.load(ctl, COMPLETED);
+      if (d >= nch) break;
+      if (spins > 2000 && this.canWait) {
+        try {
+          Atomics.wait(ctl, COMPLETED, d, 50);
+        } catch {
+          this.canWait = false; // a browser's main thread may not block: keep spinning
+        }
+      }
+    }
+  }
+
+  close(): void {
+    for (const w of this.workers) void w.terminate();
+    this.workers.length = 0;
+  }
+}

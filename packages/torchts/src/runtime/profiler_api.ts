@@ -1,0 +1,3 @@
+// torch.profiler namespace.
+export { profile, Profile } from "./profiler.js";
+export type { KernelEvent } from "./profiler.js";

@@ -1,0 +1,242 @@
+// The fused-mode scheduler: cuts the pending graph behind some targets into kernels.
+// Elementwise chains fuse with each other and into the prologue/epilogue of a reduction;
+// other primitives are their own kernels. A value is materialized only when it is a target
+// or crosses a kernel boundary; the rest stay pending (recomputable if anyone reads them later).
+// A flush whose graph has the same structure as an earlier one reuses its plan and executables.
+import type { DevicePlugin, Executable, KernelArg } from "../device/plugin.js";
+import { nodeKey, type IRNode } from "../ir/prims.js";
+import { contiguousStrides, sameShape } from "../ir/shape.js";
+import { getExecutable } from "./cache.js";
+import { fusionDevices, type FusedGraph, type FusedSrc } from "./fused_graph.js";
+import { log, logOn } from "./logs.js";
+import { profileKernel } from "./profiler.js";
+import type { Pending, Storage, ViewRef } from "./storage.js";
+
+interface KernelPlan {
+  exe: Executable;
+  /** External arguments: input i of node j (global topo index). */
+  ext: [number, number][];
+  /** Nodes written to memory (global indices), in output order. */
+  outs: number[];
+  /** A single unfused node runs through the eager path. */
+  single: number;
+  name: string;
+}
+interface Plan {
+  kernels: KernelPlan[];
+}
+
+const MAX_PLANS = 256;
+const plans = new Map<string, Plan>();
+const stats = { flushes: 0, planHits: 0, planMisses: 0, kernels: 0 };
+
+export function schedulerStats(): typeof stats & { plans: number } {
+  return { ...stats, plans: plans.size };
+}
+export function resetSchedulerStats(): void {
+  plans.clear();
+  stats.flushes = stats.planHits = stats.planMisses = stats.kernels = 0;
+}
+
+const ELEMENTWISE = new Set(["unary", "binary", "where", "cast"]);
+const MAX_GROUP = 48;
+
+/** Pending nodes behind the targets, producers first. */
+function collect(targets: Storage[]): { sts: Storage[]; pends: Pending[] } {
+  const index = new Map<Storage, number>();
+  const sts: Storage[] = [];
+  const stack: [Storage, number][] = [];
+  for (const t of targets) {
+    if (index.has(t) || !t.pending || t.buf) continue;
+    stack.push([t, 0]);
+    index.set(t, -1);
+    while (stack.length) {
+      const top = stack[stack.length - 1]!;
+      const ins = top[0].pending!.inputs;
+      if (top[1] < ins.length) {
+        const s = ins[top[1]++]!.storage;
+        if (!s.buf && s.pending && !index.has(s)) {
+          index.set(s, -1);
+          stack.push([s, 0]);
+        }
+      } else {
+        stack.pop();
+        index.set(top[0], sts.length);
+        sts.push(top[0]);
+      }
+    }
+  }
+  return { sts, pends: sts.map((s) => s.pending!) };
+}
+
+function isIdentityEdge(v: ViewRef, producer: IRNode): boolean {
+  if (v.offset !== 0 || !sameShape(v.shape, producer.out.shape)) return false;
+  const cs = contiguousStrides(v.shape);
+  return v.shape.every((d, k) => d === 1 || v.strides[k] === cs[k]);
+}
+
+interface Group {
+  kind: "elementwise" | "reduction" | "matmul" | "single";
+  members: number[];
+  reduceAt: number; // position in members
+}
+
+function partition(pends: Pending[], pos: Map<Storage, number>, fusion: boolean): { groups: Group[]; groupOf: number[] } {
+  const groups: Group[] = [];
+  const groupOf: number[] = [];
+  const single = (j: number) => {
+    groupOf[j] = groups.length;
+    groups.push({ kind: "single", members: [j], reduceAt: -1 });
+  };
+  for (let j = 0; j < pends.length; j++) {
+    const p = pends[j]!;
+    const n = p.node;
+    if (fusion && n.prim === "matmul") {
+      groupOf[j] = groups.length;
+      groups.push({ kind: "matmul", members: [j], reduceAt: 0 });
+      continue;
+    }
+    if (!fusion || !(ELEMENTWISE.has(n.prim) || n.prim === "reduce")) {
+      single(j);
+      continue;
+    }
+    let gmax = -1;
+    const prods: [number, ViewRef][] = [];
+    for (const v of p.inputs) {
+      const q = pos.get(v.storage);
+      if (q === undefined) continue;
+      prods.push([q, v]);
+      gmax = Math.max(gmax, groupOf[q]!);
+    }
+    const G = gmax >= 0 ? groups[gmax]! : null;
+    const inG = prods.filter(([q]) => groupOf[q] === gmax);
+    const edgesOk = inG.every(([q, v]) => isIdentityEdge(v, pends[q]!.node));
+    if (G && G.kind !== "single" && edgesOk && G.members.length < MAX_GROUP) {
+      if (ELEMENTWISE.has(n.prim)) {
+        if (G.kind === "elementwise" && sameShape(pends[G.members[0]!]!.node.out.shape, n.out.shape)) {
+          groupOf[j] = gmax;
+          G.members.push(j);
+          continue;
+        }
+        const red = G.kind === "reduction" || G.kind === "matmul" ? pends[G.members[G.reduceAt]!]!.node : null;
+        if (red && sameShape(red.out.shape, n.out.shape) && inG.every(([q]) => G.members.indexOf(q) >= G.reduceAt)) {
+          groupOf[j] = gmax;
+          G.members.push(j);
+          continue;
+        }
+      } else if (G.kind === "elementwise" && inG.length === 1 && sameShape(pends[G.members[0]!]!.node.out.shape, n.inputs[0]!.shape)) {
+        G.kind = "reduction";
+        G.reduceAt = G.members.length;
+        G.members.push(j);
+        groupOf[j] = gmax;
+        continue;
+      }
+    }
+    groupOf[j] = groups.length;
+    if (ELEMENTWISE.has(n.prim)) groups.push({ kind: "elementwise", members: [j], reduceAt: -1 });
+    else groups.push({ kind: "reduction", members: [j], reduceAt: 0 });
+  }
+  return { groups, groupOf };
+}
+
+function buildPlan(dev: DevicePlugin, sts: Storage[], pends: Pending[], targets: Set<Storage>): Plan {
+  const pos = new Map<Storage, number>(sts.map((s, i) => [s, i]));
+  const { groups, groupOf } = partition(pends, pos, fusionDevices.has(dev));
+  // a value is materialized when it is a target or read by another kernel
+  const needed = sts.map((s) => targets.has(s) || s.persistent);
+  pends.forEach((p, j) => {
+    for (const v of p.inputs) {
+      const q = pos.get(v.storage);
+      if (q !== undefined && groupOf[q] !== groupOf[j]) needed[q] = true;
+    }
+  });
+  const kernels: KernelPlan[] = [];
+  for (const G of groups) {
+    // a matmul with no epilogue, like any lone node, runs the device's own kernel
+    const fusedKind = G.kind !== "single" && G.members.length > 1 ? G.kind : null;
+    if (!fusedKind) {
+      for (const j of G.members) kernels.push({ exe: null as unknown as Executable, ext: [], outs: [j], single: j, name: pends[j]!.node.prim });
+      continue;
+    }
+    const local = new Map(G.members.map((j, k) => [j, k]));
+    const ext: [number, number][] = [];
+    const srcs: FusedSrc[][] = G.members.map((j) =>
+      pends[j]!.inputs.map((v, i) => {
+        const q = pos.get(v.storage);
+        if (q !== undefined && local.has(q)) return { node: local.get(q)! };
+        ext.push([j, i]);
+        return { ext: ext.length - 1 };
+      }),
+    );
+    const outs = G.members.filter((j) => needed[j]);
+    const g: FusedGraph = {
+      nodes: G.members.map((j) => pends[j]!.node),
+      kind: fusedKind,
+      srcs,
+      outputs: outs.map((j) => local.get(j)!),
+      reduceAt: G.reduceAt,
+    };
+    const name = `fused_${fusedKind}[${g.nodes.map((n) => (n.params as { op?: string }).op ?? n.prim).join(",")}]`;
+    kernels.push({ exe: getExecutable(dev, g), ext, outs, single: -1, name });
+  }
+  log("schedule", () => `${pends.length} nodes -> ${kernels.length} kernels: ${kernels.map((k) => k.name).join(" | ")}`);
+  log("schedule", () => groups.map((G, i) => `  group ${i} (${G.kind}): ${G.members.map((j) => `%${j}${needed[j] ? "*" : ""}`).join(" ")}`).join("\n") + "\n  (* = materialized)");
+  return { kernels };
+}
+
+function planKey(dev: DevicePlugin, pends: Pending[], pos: Map<Storage, number>, targets: Set<Storage>, sts: Storage[]): string {
+  let k = dev.name;
+  for (let j = 0; j < pends.length; j++) {
+    const p = pends[j]!;
+    k += `|${nodeKey(p.node)}`;
+    for (const v of p.inputs) {
+      const q = pos.get(v.storage);
+      k += q === undefined ? ":x" : `:${q}@${v.offset}`;
+    }
+    if (targets.has(sts[j]!) || sts[j]!.persistent) k += "!";
+  }
+  return k;
+}
+
+/** Run the pending graph that produces `targets`. `single` runs one unfused node. */
+export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending) => void): void {
+  const { sts, pends } = collect(targets);
+  if (!sts.length) return;
+  stats.flushes++;
+  const dev = sts[0]!.device;
+  const pos = new Map<Storage, number>(sts.map((s, i) => [s, i]));
+  const tset = new Set(targets);
+  const key = planKey(dev, pends, pos, tset, sts);
+  let plan = plans.get(key);
+  const reused = plan !== undefined;
+  if (plan) {
+    stats.planHits++;
+    plans.delete(key);
+    plans.set(key, plan);
+  } else {
+    stats.planMisses++;
+    if (logOn("graph")) log("graph", pends.map((p, j) => `%${j} = ${nodeKey(p.node)}(${p.inputs.map((v) => (pos.has(v.storage) ? `%${pos.get(v.storage)}` : "ext")).join(", ")})`).join("\n"));
+    plan = buildPlan(dev, sts, pends, tset);
+    plans.set(key, plan);
+    if (plans.size > MAX_PLANS) plans.delete(plans.keys().next().value!);
+  }
+  log("cache", () => `flush of ${pends.length} nodes: plan ${reused ? "reused" : "built"} (${plan!.kernels.length} kernels)`);
+  for (const k of plan.kernels) {
+    stats.kernels++;
+    if (k.single >= 0) {
+      const st = sts[k.single]!;
+      const p = pends[k.single]!;
+      if (st.device !== dev) throw new Error("internal: one flush spans two devices");
+      single(st, p); // the eager path records its own profile event
+      st.pending = null;
+      continue;
+    }
+    const args: KernelArg[] = k.ext.map(([j, i]) => {
+      const v = pends[j]!.inputs[i]!;
+      return { buf: v.storage.buf!, offset: v.offset };
+    });
+    const outs = k.outs.map((j) => sts[j]!.allocate());
+    profileKernel(k.name, () => k.exe.run(args, outs, []));
+    for (const j of k.outs) sts[j]!.pending = null;
+  }
+}

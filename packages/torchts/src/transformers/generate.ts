@@ -1,0 +1,172 @@
+// model.generate: prefill the (left-padded) prompts into a block KV cache, then decode one token
+// per step. Token choice runs on the host over the last position's logits, in transformers'
+// processor order: repetition penalty, then (sampling) temperature, top-k, top-p, min-p.
+import * as torch from "../index.js";
+import type { Tensor } from "../index.js";
+import { KVCache } from "./kv_cache.js";
+import type { PreTrainedModel } from "./modeling_utils.js";
+
+export interface StreamEvent {
+  /** row of the batch */
+  batchIndex: number;
+  token: number;
+  /** 0-based index of the new token */
+  step: number;
+}
+
+export interface GenerateOptions {
+  maxNewTokens?: number;
+  /** Sample instead of argmax (default false, i.e. greedy). */
+  doSample?: boolean;
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  repetitionPenalty?: number;
+  /** Seed of the sampler's RNG (default 0): the same seed gives the same tokens. */
+  seed?: number;
+  /** Tokens that end a row (included in its output). Default: the config's eos_token_id. Pass [] to never stop. */
+  stopTokenIds?: number[];
+  /** Strings that end a row once the decoded new text contains them (needs `tokenizer`). */
+  stopStrings?: string[];
+  tokenizer?: { decode(ids: number[], opts?: { skipSpecialTokens?: boolean }): string };
+  /** Pad id for left padding (default: pad_token_id, else the first eos id, else 0). */
+  padTokenId?: number;
+  /** Called for each new token of each row, in order. */
+  streamer?: (e: StreamEvent) => void;
+  /** KV cache block size (positions per block). */
+  blockSize?: number;
+  /**
+   * Run prefill and decode as two torch.compile'd step functions: each step is one fused graph,
+   * and decode steps inside a KV block reuse the same schedule and kernels.
+   */
+  compile?: boolean;
+}
+
+export interface GenerateOutput {
+  /** prompt + new tokens of each row (no padding) */
+  sequences: number[][];
+  /** new tokens of each row (a stop token, when hit, is the last) */
+  newTokens: number[][];
+}
+
+/** A small seeded PRNG (mulberry32) so sampling is reproducible on every device. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function argmax(x: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < x.length; i++) if (x[i]! > x[best]!) best = i;
+  return best;
+}
+
+/** Choose the next token from one row of logits (a fresh Float64Array that may be modified). */
+export function chooseToken(scores: Float64Array, history: number[], o: GenerateOptions, random: () => number): number {
+  const V = scores.length;
+  const rp = o.repetitionPenalty ?? 1;
+  if (rp !== 1)
+    for (const t of new Set(history)) {
+      const s = scores[t]!;
+      scores[t] = s < 0 ? s * rp : s / rp;
+    }
+  if (!o.doSample) return argmax(scores);
+  const temp = o.temperature ?? 1;
+  if (temp !== 1) for (let i = 0; i < V; i++) scores[i] = scores[i]! / temp;
+  if (o.topK && o.topK > 0 && o.topK < V) {
+    const kth = [...scores].sort((a, b) => b - a)[o.topK - 1]!;
+    for (let i = 0; i < V; i++) if (scores[i]! < kth) scores[i] = -Infinity;
+  }
+  const softmax = (s: Float64Array): Float64Array => {
+    const m = Math.max(...s);
+    const p = s.map((v) => Math.exp(v - m));
+    const z = p.reduce((a, b) => a + b, 0);
+    return p.map((v) => v / z);
+  };
+  if (o.topP !== undefined && o.topP < 1) {
+    // HF TopPLogitsWarper: sort ascending, drop tokens whose cumulative probability <= 1 - top_p, keep >= 1
+    const p = softmax(scores);
+    const order = [...p.keys()].sort((a, b) => p[a]! - p[b]!);
+    let cum = 0;
+    for (let r = 0; r < V - 1; r++) {
+      cum += p[order[r]!]!;
+      if (cum <= 1 - o.topP) scores[order[r]!] = -Infinity;
+    }
+  }
+  if (o.minP !== undefined && o.minP > 0) {
+    const p = softmax(scores);
+    const top = Math.max(...p);
+    for (let i = 0; i < V; i++) if (p[i]! < o.minP * top) scores[i] = -Infinity;
+  }
+  const p = softmax(scores);
+  let u = random();
+  for (let i = 0; i < V; i++) {
+    u -= p[i]!;
+    if (u < 0) return i;
+  }
+  return argmax(p);
+}
+
+export async function generate(model: PreTrainedModel, input: number[] | number[][], o: GenerateOptions = {}): Promise<GenerateOutput> {
+  const rows = (input.length > 0 && Array.isArray(input[0]) ? input : [input]) as number[][];
+  if (rows.length === 0 || rows.some((r) => r.length === 0)) throw new RangeError("generate: every prompt needs at least one token");
+  const maxNew = o.maxNewTokens ?? 20;
+  const cfg = model.config;
+  const stopIds = new Set(o.stopTokenIds ?? cfg.eosTokenId);
+  const pad = o.padTokenId ?? cfg.padTokenId ?? cfg.eosTokenId[0] ?? 0;
+  if (o.stopStrings?.length && !o.tokenizer) throw new Error("generate: stopStrings needs a tokenizer to decode the new tokens");
+  const B = rows.length;
+  const L = Math.max(...rows.map((r) => r.length));
+  // left padding: every row's last prompt token sits at position L-1
+  const ids = rows.map((r) => [...new Array<number>(L - r.length).fill(pad), ...r]);
+  const mask = rows.map((r) => [...new Array<number>(L - r.length).fill(0), ...new Array<number>(r.length).fill(1)]);
+  const device = model.device;
+  const { layers, kvHeads, headDim } = model.cacheShape();
+  const cache = new KVCache({ batchSize: B, layers, kvHeads, headDim, maxLength: L + maxNew, blockSize: o.blockSize, dtype: model.dtype, device });
+  const random = rng(o.seed ?? 0);
+  const newTokens: number[][] = rows.map(() => []);
+  const done = rows.map(() => maxNew <= 0);
+  try {
+    // last-position logits [B, V]; the mask and cache are read from the enclosing scope
+    const run = (x: Tensor): Tensor =>
+      torch.noGrad(() => model.forward(x, { attentionMask: mask, cache }).logits.select(1, -1).to("float32"));
+    const prefill = o.compile ? torch.compile(run, { modules: [model], name: `${model.constructor.name}.prefill` }) : run;
+    const decode = o.compile ? torch.compile(run, { modules: [model], name: `${model.constructor.name}.decode` }) : run;
+    let step = torch.tensor(ids, { dtype: "int64", device });
+    for (let t = 0; t < maxNew; t++) {
+      const last = t === 0 ? prefill(step) : decode(step);
+      const V = last.shape[1]!;
+      const host = await last.data();
+      const next: number[] = [];
+      for (let b = 0; b < B; b++) {
+        if (done[b]) {
+          next.push(pad);
+          continue;
+        }
+        const scores = Float64Array.from({ length: V }, (_, i) => Number((host as ArrayLike<number>)[b * V + i]));
+        const tok = chooseToken(scores, [...rows[b]!, ...newTokens[b]!], o, random);
+        newTokens[b]!.push(tok);
+        next.push(tok);
+        o.streamer?.({ batchIndex: b, token: tok, step: t });
+        if (stopIds.has(tok)) done[b] = true;
+        else if (o.stopStrings?.length) {
+          const text = o.tokenizer!.decode(newTokens[b]!);
+          if (o.stopStrings.some((s) => text.includes(s))) done[b] = true;
+        }
+      }
+      if (done.every(Boolean) || t === maxNew - 1) break;
+      for (let b = 0; b < B; b++) mask[b]!.push(1);
+      step = torch.tensor(next.map((x) => [x]), { dtype: "int64", device });
+    }
+  } finally {
+    cache.dispose();
+  }
+  return { sequences: rows.map((r, b) => [...r, ...newTokens[b]!]), newTokens };
+}

@@ -1,0 +1,178 @@
+// LlamaForCausalLM (transformers' modeling_llama.py), also used for Mistral-style configs
+// (sliding window from the config). Qwen2 and Qwen3 subclass it with their attention flags.
+//   B batch, L new tokens, S attended positions, C hidden, nh/nkv heads, hd head dim.
+import * as torch from "../../index.js";
+import type { Tensor } from "../../index.js";
+import type { PretrainedConfig } from "../config.js";
+import {
+  Embedding, Linear, PreTrainedModel, RMSNorm, buildMask, ropeCosSin, ropeInvFreq, rotateHalf,
+  type CausalLMOutput, type ForwardOptions, type InitOpts,
+} from "../modeling_utils.js";
+import type { KVCache } from "../kv_cache.js";
+const { nn } = torch;
+const F = nn.functional;
+
+export interface AttentionFlags {
+  /** bias on q/k/v (Qwen2: always; Llama/Qwen3: config.attention_bias) */
+  qkvBias: boolean;
+  /** bias on o_proj (Qwen2: never; Llama/Qwen3: config.attention_bias) */
+  oBias: boolean;
+  /** Qwen3: RMSNorm over head_dim on q and k, per head, before RoPE */
+  qkNorm: boolean;
+}
+
+class LlamaAttention extends nn.Module {
+  q_proj: Linear;
+  k_proj: Linear;
+  v_proj: Linear;
+  o_proj: Linear;
+  q_norm?: RMSNorm;
+  k_norm?: RMSNorm;
+  readonly nh: number;
+  readonly nkv: number;
+  readonly hd: number;
+  constructor(cfg: PretrainedConfig, flags: AttentionFlags, o: InitOpts, readonly layerIdx: number) {
+    super();
+    this.nh = cfg.numAttentionHeads;
+    this.nkv = cfg.numKeyValueHeads;
+    this.hd = cfg.headDim;
+    const C = cfg.hiddenSize;
+    this.q_proj = new Linear(C, this.nh * this.hd, flags.qkvBias, o);
+    this.k_proj = new Linear(C, this.nkv * this.hd, flags.qkvBias, o);
+    this.v_proj = new Linear(C, this.nkv * this.hd, flags.qkvBias, o);
+    this.o_proj = new Linear(this.nh * this.hd, C, flags.oBias, o);
+    if (flags.qkNorm) {
+      this.q_norm = new RMSNorm(this.hd, cfg.normEps, o);
+      this.k_norm = new RMSNorm(this.hd, cfg.normEps, o);
+    }
+  }
+  override forward(h: Tensor, cos: Tensor, sin: Tensor, mask: Tensor, cache?: KVCache): Tensor {
+    const [B, L] = h.shape as [number, number];
+    let q = this.q_proj.forward(h).view(B, L, -1, this.hd); // [B, L, nh, hd]
+    let k = this.k_proj.forward(h).view(B, L, -1, this.hd); // [B, L, nkv, hd]
+    const v0 = this.v_proj.forward(h).view(B, L, -1, this.hd).transpose(1, 2); // [B, nkv, L, hd]
+    if (this.q_norm) q = this.q_norm.forward(q);
+    if (this.k_norm) k = this.k_norm.forward(k);
+    q = q.transpose(1, 2); // [B, nh, L, hd]
+    k = k.transpose(1, 2); // [B, nkv, L, hd]
+    q = q.mul(cos).add(rotateHalf(q).mul(sin));
+    k = k.mul(cos).add(rotateHalf(k).mul(sin));
+    let v = v0;
+    if (cache) [k, v] = cache.update(this.layerIdx, k, v); // [B, nkv, S, hd]
+    // repeat_kv: query head i uses kv head i // nrep
+    const nrep = this.nh / this.nkv;
+    const S = k.shape[2]!;
+    if (nrep > 1) {
+      k = k.unsqueeze(2).expand(B, this.nkv, nrep, S, this.hd).reshape(B, this.nh, S, this.hd);
+      v = v.unsqueeze(2).expand(B, this.nkv, nrep, S, this.hd).reshape(B, this.nh, S, this.hd);
+    }
+    let w = q.matmul(k.transpose(2, 3)).mul(this.hd ** -0.5).add(mask); // [B, nh, L, S]
+    w = F.softmax(w, -1, { dtype: "float32" }).to(q.dtype);
+    const y = w.matmul(v).transpose(1, 2).reshape(B, L, this.nh * this.hd); // [B, L, nh*hd]
+    return this.o_proj.forward(y);
+  }
+}
+
+class LlamaMLP extends nn.Module {
+  gate_proj: Linear;
+  up_proj: Linear;
+  down_proj: Linear;
+  constructor(cfg: PretrainedConfig, o: InitOpts) {
+    super();
+    if (cfg.hiddenAct !== "silu") throw new Error(`${cfg.modelType}: hidden_act '${cfg.hiddenAct}' is not supported (only silu)`);
+    this.gate_proj = new Linear(cfg.hiddenSize, cfg.intermediateSize, cfg.mlpBias, o);
+    this.up_proj = new Linear(cfg.hiddenSize, cfg.intermediateSize, cfg.mlpBias, o);
+    this.down_proj = new Linear(cfg.intermediateSize, cfg.hiddenSize, cfg.mlpBias, o);
+  }
+  override forward(x: Tensor): Tensor {
+    return this.down_proj.forward(F.silu(this.gate_proj.forward(x)).mul(this.up_proj.forward(x)));
+  }
+}
+
+class LlamaDecoderLayer extends nn.Module {
+  self_attn: LlamaAttention;
+  mlp: LlamaMLP;
+  input_layernorm: RMSNorm;
+  post_attention_layernorm: RMSNorm;
+  constructor(cfg: PretrainedConfig, flags: AttentionFlags, o: InitOpts, idx: number) {
+    super();
+    this.self_attn = new LlamaAttention(cfg, flags, o, idx);
+    this.mlp = new LlamaMLP(cfg, o);
+    this.input_layernorm = new RMSNorm(cfg.hiddenSize, cfg.normEps, o);
+    this.post_attention_layernorm = new RMSNorm(cfg.hiddenSize, cfg.normEps, o);
+  }
+  override forward(h: Tensor, cos: Tensor, sin: Tensor, mask: Tensor, cache?: KVCache): Tensor {
+    h = h.add(this.self_attn.forward(this.input_layernorm.forward(h), cos, sin, mask, cache));
+    return h.add(this.mlp.forward(this.post_attention_layernorm.forward(h)));
+  }
+}
+
+class LlamaModel extends nn.Module {
+  embed_tokens: Embedding;
+  layers: InstanceType<typeof nn.ModuleList>;
+  norm: RMSNorm;
+  constructor(readonly cfg: PretrainedConfig, flags: AttentionFlags, o: InitOpts) {
+    super();
+    this.embed_tokens = new Embedding(cfg.vocabSize, cfg.hiddenSize, o);
+    this.layers = new nn.ModuleList(Array.from({ length: cfg.numHiddenLayers }, (_, i) => new LlamaDecoderLayer(cfg, flags, o, i)));
+    this.norm = new RMSNorm(cfg.hiddenSize, cfg.normEps, o);
+  }
+}
+
+export class LlamaForCausalLM extends PreTrainedModel {
+  model: LlamaModel;
+  lm_head: Linear;
+  invFreq: Tensor;
+  constructor(config: PretrainedConfig, o: InitOpts = {}, flags?: AttentionFlags) {
+    super(config);
+    const f = flags ?? { qkvBias: config.attentionBias, oBias: config.attentionBias, qkNorm: false };
+    this.model = new LlamaModel(config, f, o);
+    this.lm_head = new Linear(config.hiddenSize, config.vocabSize, false, o);
+    this.invFreq = ropeInvFreq(config.rope!, config.headDim, o.device ?? "cpu");
+    this.tieWeights();
+  }
+  override tieWeights(): void {
+    if (this.config.tieWordEmbeddings) this.lm_head.weight = this.model.embed_tokens.weight;
+  }
+  override optionalKeys(): Set<string> {
+    return new Set(this.config.tieWordEmbeddings ? ["lm_head.weight"] : []);
+  }
+  override mapCheckpointKey(key: string): string | null {
+    // a tied model's lm_head is the embedding; a stored copy (if any) is redundant
+    if (this.config.tieWordEmbeddings && key === "lm_head.weight") return null;
+    return key;
+  }
+  override cacheShape() {
+    return { layers: this.config.numHiddenLayers, kvHeads: this.config.numKeyValueHeads, headDim: this.config.headDim };
+  }
+
+  override forward(inputIds: Tensor, opts: ForwardOptions = {}): CausalLMOutput {
+    const [B, L] = inputIds.shape as [number, number];
+    const cache = opts.cache;
+    const start = cache?.length ?? 0;
+    const lk = cache ? cache.viewLength(start + L) : L;
+    const keyMask = opts.attentionMask ?? Array.from({ length: B }, () => new Array<number>(start + L).fill(1));
+    const pos = opts.positionIds ?? this.positionIdsFor(keyMask, start, L);
+    let h = this.model.embed_tokens.forward(inputIds); // [B, L, C]
+    const dtype = h.dtype;
+    const [cos, sin] = ropeCosSin(this.invFreq, pos, dtype); // [B, 1, L, hd]
+    const masks = new Map<number | null, Tensor>();
+    const maskFor = (window: number | null): Tensor => {
+      if (!masks.has(window)) masks.set(window, buildMask(keyMask, start, L, lk, window, dtype, h.device));
+      return masks.get(window)!;
+    };
+    const hidden: Tensor[] = [h];
+    const layers = [...this.model.layers.children()] as LlamaDecoderLayer[];
+    layers.forEach((layer, i) => {
+      const window = this.config.layerTypes[i] === "sliding_attention" ? this.config.slidingWindow : null;
+      h = layer.forward(h, cos, sin, maskFor(window), cache);
+      if (opts.outputHiddenStates) hidden.push(h);
+    });
+    if (cache) cache.advance(L);
+    h = this.model.norm.forward(h);
+    const logits = this.lm_head.forward(h); // [B, L, vocab]
+    if (!opts.outputHiddenStates) return { logits };
+    hidden.push(h);
+    return { logits, hiddenStates: hidden };
+  }
+}

@@ -1,0 +1,143 @@
+// Weight-only quantization of Linear layers (and GPT-2's Conv1D): int8 with one scale per output
+// channel, int4 with one scale per group of `groupSize` inputs (symmetric, stored as unsigned
+// nibbles with zero point 8, two per byte). Activations stay in floating point: each forward
+// dequantizes the weight (q * scale) and runs the ordinary linear op.
+import * as torch from "../index.js";
+import type { Tensor } from "../index.js";
+import { Linear } from "./modeling_utils.js";
+import { Conv1D } from "./models/gpt2.js";
+const { nn } = torch;
+const F = nn.functional;
+
+export interface QuantizeOptions {
+  bits: 8 | 4;
+  /** Inputs per scale: int4 default 32; int8 default one scale per output channel (whole row). */
+  groupSize?: number;
+  /** Quantize lm_head too (default false: it is often tied to the embedding and most sensitive). */
+  includeLmHead?: boolean;
+}
+
+/** int8: W[o, g*G + j] ~ q[o, g*G + j] * scale[o, g], q in [-127, 127]; one group per row = per-channel. */
+export class Int8Linear extends nn.Module {
+  constructor(
+    readonly qweight: Tensor, // int8 [out, in]
+    readonly scale: Tensor, // [out, groups] in the weight's dtype
+    readonly bias: Tensor | null,
+  ) {
+    super();
+    this.registerBuffer("qweight", qweight);
+    this.registerBuffer("scale", scale);
+    this.registerBuffer("bias", bias);
+  }
+  dequantize(): Tensor {
+    const [O, I] = this.qweight.shape as [number, number];
+    const G = this.scale.shape[1]!;
+    const q = this.qweight.to(this.scale.dtype);
+    if (G === 1) return q.mul(this.scale);
+    return q.reshape(O, G, I / G).mul(this.scale.unsqueeze(-1)).reshape(O, I);
+  }
+  override forward(x: Tensor): Tensor {
+    return F.linear(x, this.dequantize().to(x.dtype), this.bias);
+  }
+}
+
+/** int4 group-wise: W[o, g*G + j] ~ (nibble - 8) * scale[o, g] (scale may be negative); two nibbles per uint8 (low = even column). */
+export class Int4Linear extends nn.Module {
+  constructor(
+    readonly packed: Tensor, // uint8 [out, in / 2]
+    readonly scales: Tensor, // [out, in / groupSize]
+    readonly bias: Tensor | null,
+    readonly inFeatures: number,
+    readonly groupSize: number,
+  ) {
+    super();
+    this.registerBuffer("packed", packed);
+    this.registerBuffer("scales", scales);
+    this.registerBuffer("bias", bias);
+  }
+  dequantize(): Tensor {
+    const [O] = this.packed.shape as [number];
+    const p = this.packed.to("int32");
+    const lo = p.bitwiseAnd(15);
+    const hi = p.floorDivide(16);
+    const q = torch.stack([lo, hi], -1).reshape(O, this.inFeatures / this.groupSize, this.groupSize); // [O, G, gs]
+    return q.sub(8).to(this.scales.dtype).mul(this.scales.unsqueeze(-1)).reshape(O, this.inFeatures);
+  }
+  override forward(x: Tensor): Tensor {
+    return F.linear(x, this.dequantize().to(x.dtype), this.bias);
+  }
+}
+
+/** Quantize a float weight [out, in] (host math in float64, rounding half to even like torch.round). */
+export async function quantizeWeight(w: Tensor, bits: 8 | 4, groupSize = bits === 8 ? Infinity : 32): Promise<{ q: Tensor; scale: Tensor }> {
+  const [O, I] = w.shape as [number, number];
+  const data = (await w.float().contiguous().data()) as ArrayLike<number>;
+  const roundEven = (v: number) => {
+    const r = Math.round(v);
+    return Math.abs(v - Math.trunc(v)) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+  };
+  if (bits === 8) {
+    // groupSize >= in_features (the default for int8) means one scale per output channel
+    const gs8 = Math.min(groupSize, I);
+    if (I % gs8 !== 0) throw new RangeError(`quantize: in_features ${I} is not a multiple of groupSize ${gs8}`);
+    const G = I / gs8;
+    const q = new Int8Array(O * I);
+    const s = new Float32Array(O * G);
+    for (let o = 0; o < O; o++)
+      for (let g = 0; g < G; g++) {
+        const base = o * I + g * gs8;
+        let m = 0;
+        for (let j = 0; j < gs8; j++) m = Math.max(m, Math.abs(data[base + j]!));
+        const scale = Math.fround(m / 127) || 1;
+        s[o * G + g] = scale;
+        for (let j = 0; j < gs8; j++) q[base + j] = Math.max(-127, Math.min(127, roundEven(data[base + j]! / scale)));
+      }
+    return { q: torch.tensor(q, { dtype: "int8", device: w.device }).reshape(O, I), scale: torch.tensor(s, { device: w.device }).reshape(O, G) };
+  }
+  if (I % groupSize !== 0 || groupSize % 2 !== 0) throw new RangeError(`quantize: in_features ${I} is not a multiple of groupSize ${groupSize}`);
+  const G = I / groupSize;
+  const packed = new Uint8Array((O * I) / 2);
+  const s = new Float32Array(O * G);
+  for (let o = 0; o < O; o++)
+    for (let g = 0; g < G; g++) {
+      // llama.cpp's q4_0 rule: the largest-magnitude value (with its sign) maps to -8 exactly,
+      // so all 16 levels are used
+      let mx = 0;
+      const base = o * I + g * groupSize;
+      for (let j = 0; j < groupSize; j++) if (Math.abs(data[base + j]!) > Math.abs(mx)) mx = data[base + j]!;
+      const scale = Math.fround(mx / -8) || 1;
+      s[o * G + g] = scale;
+      for (let j = 0; j < groupSize; j++) {
+        const v = Math.max(-8, Math.min(7, roundEven(data[base + j]! / scale))) + 8;
+        const idx = base + j;
+        packed[idx >> 1] |= (idx & 1) === 0 ? v : v << 4;
+      }
+    }
+  return {
+    q: torch.tensor(packed, { dtype: "uint8", device: w.device }).reshape(O, I / 2),
+    scale: torch.tensor(s, { device: w.device }).reshape(O, G),
+  };
+}
+
+/** Replace the model's Linear (and Conv1D) layers by Int8Linear / Int4Linear, in place. */
+export async function quantize<M extends InstanceType<typeof nn.Module>>(model: M, opts: QuantizeOptions): Promise<M> {
+  if (opts.bits !== 8 && opts.bits !== 4) throw new RangeError(`quantize: bits must be 8 or 4, got ${String(opts.bits)}`);
+  const gs = opts.groupSize ?? (opts.bits === 8 ? Infinity : 32);
+  const targets: [InstanceType<typeof nn.Module>, string, Linear | Conv1D, string][] = [];
+  for (const [prefix, parent] of model.namedModules())
+    for (const [name, child] of parent.namedChildren()) {
+      const full = prefix ? `${prefix}.${name}` : name;
+      if (!(child instanceof Linear || child instanceof Conv1D)) continue;
+      if (!opts.includeLmHead && /(^|\.)lm_head$/.test(full)) continue;
+      targets.push([parent, name, child, full]);
+    }
+  for (const [parent, name, layer] of targets) {
+    const weight = layer instanceof Conv1D ? layer.weight.t() : layer.weight; // [out, in]
+    const bias = layer.bias ? torch.noGrad(() => layer.bias!.detach()) : null;
+    const { q, scale } = await quantizeWeight(weight, opts.bits, gs);
+    const dt = weight.dtype;
+    const m = opts.bits === 8 ? new Int8Linear(q, scale.to(dt), bias) : new Int4Linear(q, scale.to(dt), bias, weight.shape[1]!, gs);
+    parent.addModule(name, m);
+  }
+  return model;
+}

@@ -1,0 +1,134 @@
+// Fused eager: the scheduler's kernel counts for representative chains, bit-identical results
+// to strict eager, unmaterialized intermediates, plan reuse and deferred in-place writes.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as torch from "../../src/index.js";
+import { schedulerStats } from "../../src/runtime/scheduler.js";
+import { setLogs } from "../../src/runtime/logs.js";
+
+const F = torch.nn.functional;
+
+/** Run fn in fused mode; return its values and the kernels its flush ran (names from the profiler). */
+async function fusedKernels(fn: () => torch.Tensor): Promise<{ kernels: string[]; values: number[] }> {
+  return torch.withEagerMode("fused", async () => {
+    torch.sync();
+    const y = fn();
+    const prof = torch.profiler.profile();
+    torch.sync();
+    prof.stop();
+    return { kernels: prof.events.map((e) => e.name), values: (await y.flatten().tolist()) as number[] };
+  });
+}
+
+function inputs() {
+  torch.manualSeed(0);
+  return { x: torch.randn(4, 8), w: torch.randn(8), b: torch.randn(8), W: torch.randn(6, 8), B: torch.randn(6) };
+}
+
+test("fusion: LayerNorm -> GELU -> Linear runs as 4 kernels, bit-identical to strict", async () => {
+  const { x, w, b, W, B } = inputs();
+  const f = () => F.linear(F.gelu(F.layerNorm(x, [8], { weight: w, bias: b })), W, B);
+  const { kernels, values } = await fusedKernels(f);
+  assert.deepEqual(kernels, [
+    "fused_reduction[sum,div]", // mean
+    "fused_reduction[sub,mul,sum,div,add,rsqrt]", // centered square -> var -> rstd
+    "fused_elementwise[mul,mul,add,mul,mul,erf,add,mul]", // normalize, affine, GELU
+    "fused_matmul[matmul,add]", // Linear with its bias as epilogue
+  ]);
+  const strict = torch.withEagerMode("strict", () => f().flatten().tolist());
+  assert.deepEqual(values, await strict);
+});
+
+test("fusion: an elementwise chain is one kernel; a softmax is two reductions and one epilogue", async () => {
+  const { x } = inputs();
+  const chain = await fusedKernels(() => x.mul(2).add(1).exp().neg().sigmoid());
+  assert.deepEqual(chain.kernels, ["fused_elementwise[mul,add,exp,neg,sigmoid]"]);
+  const sm = await fusedKernels(() => torch.softmax(x, 1));
+  assert.equal(sm.kernels.length, 3, sm.kernels.join(" | "));
+  assert.deepEqual(sm.values, (await torch.withEagerMode("strict", () => torch.softmax(x, 1).flatten().tolist())) as number[]);
+});
+
+test("fusion: views fold into index arithmetic of the kernel that reads them", async () => {
+  const { x } = inputs();
+  // a transposed, sliced input is read in place: one kernel, no copy
+  const r = await fusedKernels(() => x.t().narrow(0, 2, 3).mul(3).add(x.t().narrow(0, 0, 3)));
+  assert.deepEqual(r.kernels, ["fused_elementwise[mul,add]"]);
+  const want = await torch.withEagerMode("strict", () => x.t().narrow(0, 2, 3).mul(3).add(x.t().narrow(0, 0, 3)).flatten().tolist());
+  assert.deepEqual(r.values, want);
+});
+
+test("fusion: intermediates are not materialized, yet stay readable", async () => {
+  await torch.withEagerMode("fused", async () => {
+    const x = torch.randn(1000);
+    const two = torch.tensor(2, { dtype: "float32" });
+    torch.sync();
+    const before = torch.memory.stats().allocationCount;
+    const a = x.mul(two);
+    const b = a.add(x);
+    const c = b.exp();
+    torch.sync();
+    assert.equal(torch.memory.stats().allocationCount - before, 1, "only the chain's result was allocated");
+    // reading an unmaterialized intermediate recomputes it
+    assert.deepEqual(await a.tolist(), await torch.withEagerMode("strict", () => x.mul(2).tolist()));
+    assert.ok(Number.isFinite(((await c.tolist()) as number[])[0]!));
+    void b;
+  });
+});
+
+test("fusion: a flush with the same structure reuses the schedule and kernels", async () => {
+  await torch.withEagerMode("fused", async () => {
+    const run = (v: number) => torch.full([16, 16], v).mul(2).add(1).sum().item();
+    await run(1);
+    const s0 = schedulerStats();
+    const c0 = torch.compiler.cacheStats();
+    assert.equal(await run(2), (2 * 2 + 1) * 256);
+    const s1 = schedulerStats();
+    assert.equal(s1.planMisses, s0.planMisses, "no re-scheduling");
+    assert.ok(s1.planHits > s0.planHits);
+    assert.equal(torch.compiler.cacheStats().misses, c0.misses, "no new executables");
+  });
+});
+
+test("fusion: in-place writes are deferred; earlier readers still see the old value", async () => {
+  await torch.withEagerMode("fused", async () => {
+    const x = torch.ones(3);
+    const y = x.mul(2); // pending, reads x
+    x.add_(1); // deferred write
+    const xv = x.view(3);
+    xv.narrow(0, 0, 1).mul_(10); // write through a view
+    assert.equal(torch.memory.stats().liveBuffers >= 0, true);
+    assert.deepEqual(await y.tolist(), [2, 2, 2]);
+    assert.deepEqual(await x.tolist(), [20, 2, 2]);
+    const z = x.add(0);
+    x.dispose();
+    assert.deepEqual(await z.tolist(), [20, 2, 2], "a pending reader survives dispose() of its input");
+  });
+});
+
+test("fusion: TORCHTS_LOGS-style logs print the graph and the schedule", async () => {
+  const lines: string[] = [];
+  const restore = setLogs("graph,schedule", (l) => lines.push(l));
+  try {
+    await torch.withEagerMode("fused", async () => {
+      await torch.arange(7, { dtype: "float32" }).mul(3).add(2).sum().item();
+    });
+  } finally {
+    restore();
+  }
+  assert.ok(lines.some((l) => l.startsWith("[torchts:graph]") && l.includes("arange")), lines.join("\n"));
+  assert.ok(lines.some((l) => l.startsWith("[torchts:schedule]") && l.includes("fused_reduction[mul,add,sum]")), lines.join("\n"));
+  assert.throws(() => setLogs("bogus"), /TORCHTS_LOGS: unknown log 'bogus'/);
+});
+
+test("profiler: per-kernel times and a Chrome trace", async () => {
+  const prof = torch.profiler.profile();
+  await torch.withEagerMode("strict", async () => {
+    await torch.ones(8).mul(2).sum().item();
+  });
+  prof.stop();
+  const names = prof.keyAverages().map((r) => r.name).sort();
+  assert.deepEqual(names, ["binary", "full", "reduce"]);
+  const trace = JSON.parse(prof.chromeTrace()) as { traceEvents: { ph: string; dur: number }[] };
+  assert.equal(trace.traceEvents.length, 3);
+  assert.ok(trace.traceEvents.every((e) => e.ph === "X" && e.dur >= 0));
+});
