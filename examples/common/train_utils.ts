@@ -39,7 +39,8 @@ export async function setupDevice(name: string): Promise<string> {
 }
 
 function fmtTime(s: number): string {
-  return s >= 60 ? `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s` : `${s.toFixed(0)}s`;
+  const r = Math.round(s);
+  return r >= 60 ? `${Math.floor(r / 60)}m${String(r % 60).padStart(2, "0")}s` : `${r}s`;
 }
 
 /** A one-line progress bar: step, smoothed loss, throughput and ETA (stderr on a TTY, else every 10%). */

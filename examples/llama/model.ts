@@ -205,7 +205,8 @@ export class CausalLM extends nn.Module {
   override forward(ids: Tensor, targets?: Tensor): { logits: Tensor; loss?: Tensor } {
     const { logits } = this.forwardHidden(ids);
     if (!targets) return { logits };
-    return { logits, loss: F.crossEntropy(logits.reshape(-1, this.config.vocab_size), targets.reshape(-1)) };
+    // the loss in float32 even when autocast produced half-precision logits (as HF does)
+    return { logits, loss: F.crossEntropy(logits.float().reshape(-1, this.config.vocab_size), targets.reshape(-1)) };
   }
 }
 

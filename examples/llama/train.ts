@@ -3,6 +3,7 @@
 //   npm run example:llama -- [--arch llama|qwen2|qwen3] [--steps 120] [--batch-size 8] [--block-size 64]
 //     [--hidden 64] [--layers 2] [--heads 4] [--kv-heads 2] [--lr 3e-3] [--device cpu|webgpu]
 //     [--out checkpoints/llama-shakespeare] [--checkpoint checkpoints/llama.pt] [--resume] [--ckpt-every 40]
+//     [--amp bf16|fp16] (autocast matmuls; fp16 adds a GradScaler)
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as torch from "../../packages/torchts/src/index.js";
@@ -50,6 +51,9 @@ const config = makeConfig(arch, {
 const model = new CausalLM(config);
 if (device !== "cpu") model.to(device);
 const opt = new torch.optim.AdamW(model.parameters(), { lr: numArg(A, "lr", 3e-3), betas: [0.9, 0.95], weightDecay: 0.1 });
+const amp = A.amp === "bf16" ? "bfloat16" : A.amp === "fp16" ? "float16" : null;
+if (A.amp && !amp) throw new Error(`--amp must be bf16 or fp16, got '${A.amp}'`);
+const scaler = new torch.amp.GradScaler(device, { enabled: amp === "float16" });
 let start = 0;
 let losses: number[] = [];
 if (A.resume) {
@@ -61,7 +65,7 @@ if (A.resume) {
   }
 }
 const nParams = [...model.parameters()].reduce((s, p) => s + p.numel(), 0);
-console.log(`${config.architectures[0]}: ${nParams.toLocaleString()} parameters, vocab ${chars.length}, ${steps} steps of ${batchSize}x${blockSize} tokens on ${device}`);
+console.log(`${config.architectures[0]}: ${nParams.toLocaleString()} parameters, vocab ${chars.length}, ${steps} steps of ${batchSize}x${blockSize} tokens on ${device}${amp ? ` (autocast ${amp})` : ""}`);
 
 // a fixed validation set (its own generator, so it does not move the training RNG)
 const valGen = new torch.Generator().manualSeed(4242);
@@ -76,11 +80,13 @@ console.log(`initial val loss ${startVal.toFixed(4)}`);
 const bar = new Progress(steps, "tok", start + 1);
 for (let step = start + 1; step <= steps; step++) {
   const [x, y] = batch(train);
-  const { loss } = model.forward(x, y);
+  const { loss } = amp ? torch.autocast(device, () => model.forward(x, y), { dtype: amp }) : model.forward(x, y);
   opt.zeroGrad();
-  loss!.backward();
+  scaler.scale(loss!).backward();
+  scaler.unscale_(opt);
   torch.nn.utils.clipGradNorm_([...model.parameters()], 1.0);
-  opt.step();
+  await scaler.step(opt);
+  await scaler.update();
   losses.push(await loss!.item());
   bar.update(step, losses[losses.length - 1]!, batchSize * blockSize);
   if (step % ckptEvery === 0 || step === steps) await saveCheckpoint(ckpt, model, opt, { step, losses });

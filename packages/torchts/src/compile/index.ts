@@ -1,12 +1,16 @@
 // torch.compile(fn | module, options). The function runs in fused mode with every tensor op,
 // including backward() and the optimizer's in-place updates, deferred into one lazy graph that
-// is flushed as one unit at the end of the call. Guards (input shapes/dtypes/devices, module
-// structure and parameters) select a compiled entry; the first call of an entry schedules and
-// compiles the graph, later calls reuse that schedule and those kernels (the scheduler's plan
-// cache: no re-scheduling, no code generation). Host reads inside the function and async
-// functions are errors that name the call, never silent graph breaks.
+// is flushed as one unit at the end of the call (intermediates freed after their last use).
+// See README.md in this folder for how to write a step for compile.
+// Guards (input shapes/dtypes/devices, module structure and parameters) select a compiled
+// entry; the first call of an entry schedules and compiles the graph, later calls reuse that
+// schedule and those kernels (the scheduler's plan cache: no re-scheduling, no code generation).
+// Host reads inside the function and async functions are errors that name the call, never
+// silent graph breaks.
 import { flushAll, traceState } from "../runtime/dispatch.js";
 import { withEagerMode } from "../runtime/mode.js";
+import type { Storage } from "../runtime/storage.js";
+import { Tensor } from "../tensor.js";
 import { log } from "../runtime/logs.js";
 import { cacheStats } from "../runtime/cache.js";
 import { schedulerStats } from "../runtime/scheduler.js";
@@ -55,6 +59,14 @@ interface Entry {
 }
 
 const AsyncFunction = (async () => {}).constructor;
+
+function storagesIn(x: unknown, out: Storage[] = [], depth = 0): Storage[] {
+  if (x instanceof Tensor) out.push(x._storage);
+  else if (depth < 4 && Array.isArray(x)) for (const v of x) storagesIn(v, out, depth + 1);
+  else if (depth < 4 && x && typeof x === "object" && Object.getPrototypeOf(x) === Object.prototype)
+    for (const v of Object.values(x)) storagesIn(v, out, depth + 1);
+  return out;
+}
 
 export function compile<F extends (...args: any[]) => any>(fn: F, options?: CompileOptions): F;
 export function compile<M extends GuardedModule & { forward: (...a: any[]) => any }>(module: M, options?: CompileOptions): M["forward"];
@@ -106,7 +118,9 @@ export function compile(target: unknown, options: CompileOptions = {}): (...args
       if (bad) throw bad;
       if (r instanceof Promise)
         throw new TypeError(`torch.compile: '${name}' returned a Promise; a compiled step must be synchronous`);
-      flushAll(); // the whole call is one graph
+      // the whole call is one graph; what it returns is kept, other intermediates are freed after
+      // their last use inside it (and recomputed should anyone read them later)
+      flushAll(storagesIn(r), true);
       return r;
     });
     if (fresh) {

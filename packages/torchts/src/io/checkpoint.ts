@@ -121,7 +121,7 @@ function rebuild(tensors: Record<string, Tensor>, meta: Record<string, string>, 
   try {
     tree = JSON.parse(meta.tree) as Json;
   } catch (e) {
-    throw new Error(`torch.load: ${source}: bad object tree: ${(e as Error).message}`);
+    throw new Error(`torch.load: ${source}: bad object tree: ${(e as Error).message}`, { cause: e });
   }
   return decodeTree(tree, tensors, source);
 }

@@ -479,7 +479,7 @@ export async function loadSharded(pathOrDir: string): Promise<Record<string, Ten
   try {
     index = JSON.parse(await fs.readFile(indexPath, "utf8")) as ShardIndex;
   } catch (e) {
-    throw new Error(`safetensors: ${indexPath}: bad index file: ${(e as Error).message}`);
+    throw new Error(`safetensors: ${indexPath}: bad index file: ${(e as Error).message}`, { cause: e });
   }
   const wm = index?.weight_map;
   if (!wm || typeof wm !== "object" || Object.values(wm).some((f) => typeof f !== "string" || f.includes("/") || f.includes("\\")))

@@ -109,7 +109,7 @@ function hostReadError(): TorchError {
 }
 
 /** torch.sync(): run everything pending (fused mode). Values only used inside a fused kernel stay unmaterialized. */
-export function flushAll(): void {
+export function flushAll(keep: readonly Storage[] = [], freeIntermediates = false): void {
   if (traceState.fn !== null && pendingSet.size) throw hostReadError();
   const live: Storage[] = [];
   for (const r of pendingSet) {
@@ -123,8 +123,16 @@ export function flushAll(): void {
   const read = new Set<Storage>();
   for (const s of live) for (const v of s.pending!.inputs) read.add(v.storage);
   const roots = live.filter((s) => !read.has(s));
+  for (const s of keep) if (s.pending && !roots.includes(s)) roots.push(s);
   // intermediates left unmaterialized stay recomputable on demand; they are not new work for the next sync
-  flushGraph(roots.length ? roots : live, execute);
+  // one graph per device: a plan is built for one device (pending graphs never cross devices)
+  const byDevice = new Map<object, Storage[]>();
+  for (const s of roots.length ? roots : live) {
+    const g = byDevice.get(s.device);
+    if (g) g.push(s);
+    else byDevice.set(s.device, [s]);
+  }
+  for (const g of byDevice.values()) flushGraph(g, execute, freeIntermediates);
 }
 
 /** Before an in-place write: eager modes run everything pending; fused mode defers it (see Storage.adopt). */

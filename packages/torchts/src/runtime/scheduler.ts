@@ -24,6 +24,8 @@ interface KernelPlan {
 }
 interface Plan {
   kernels: KernelPlan[];
+  /** Per kernel: values only materialized for later kernels, whose buffers can go after it ran. */
+  lastUses: number[][];
 }
 
 const MAX_PLANS = 256;
@@ -179,9 +181,17 @@ function buildPlan(dev: DevicePlugin, sts: Storage[], pends: Pending[], targets:
     const name = `fused_${fusedKind}[${g.nodes.map((n) => (n.params as { op?: string }).op ?? n.prim).join(",")}]`;
     kernels.push({ exe: getExecutable(dev, g), ext, outs, single: -1, name });
   }
+  // a value materialized only because a later kernel reads it dies after its last reader
+  const last = new Map<number, number>();
+  kernels.forEach((k, ki) => {
+    const reads = k.single >= 0 ? pends[k.single]!.inputs.map((v) => pos.get(v.storage)) : k.ext.map(([j, i]) => pos.get(pends[j]!.inputs[i]!.storage));
+    for (const q of reads) if (q !== undefined) last.set(q, ki);
+  });
+  const lastUses: number[][] = kernels.map(() => []);
+  for (const [q, ki] of last) if (!targets.has(sts[q]!) && !sts[q]!.persistent) lastUses[ki]!.push(q);
   log("schedule", () => `${pends.length} nodes -> ${kernels.length} kernels: ${kernels.map((k) => k.name).join(" | ")}`);
   log("schedule", () => groups.map((G, i) => `  group ${i} (${G.kind}): ${G.members.map((j) => `%${j}${needed[j] ? "*" : ""}`).join(" ")}`).join("\n") + "\n  (* = materialized)");
-  return { kernels };
+  return { kernels, lastUses };
 }
 
 function planKey(dev: DevicePlugin, pends: Pending[], pos: Map<Storage, number>, targets: Set<Storage>, sts: Storage[]): string {
@@ -199,7 +209,7 @@ function planKey(dev: DevicePlugin, pends: Pending[], pos: Map<Storage, number>,
 }
 
 /** Run the pending graph that produces `targets`. `single` runs one unfused node. */
-export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending) => void): void {
+export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending) => void, freeIntermediates = false): void {
   const { sts, pends } = collect(targets);
   if (!sts.length) return;
   stats.flushes++;
@@ -221,8 +231,10 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
     if (plans.size > MAX_PLANS) plans.delete(plans.keys().next().value!);
   }
   log("cache", () => `flush of ${pends.length} nodes: plan ${reused ? "reused" : "built"} (${plan!.kernels.length} kernels)`);
-  for (const k of plan.kernels) {
+  for (let ki = 0; ki < plan.kernels.length; ki++) {
+    const k = plan.kernels[ki]!;
     stats.kernels++;
+    if (freeIntermediates && ki > 0) for (const q of plan.lastUses[ki - 1]!) sts[q]!.release(pends[q]!);
     if (k.single >= 0) {
       const st = sts[k.single]!;
       const p = pends[k.single]!;
@@ -239,4 +251,5 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
     profileKernel(k.name, () => k.exe.run(args, outs, []));
     for (const j of k.outs) sts[j]!.pending = null;
   }
+  if (freeIntermediates && plan.kernels.length) for (const q of plan.lastUses[plan.kernels.length - 1]!) sts[q]!.release(pends[q]!);
 }

@@ -58,6 +58,13 @@ export class Storage {
     }
   }
 
+  /** Give the buffer back to the device now (the value stays recomputable from `pending`). */
+  release(p: Pending): void {
+    if (this.buf) trackFree(this, this.device, this.buf);
+    this.buf = null;
+    this.pending = p;
+  }
+
   /** Record that pending storage r reads this one. */
   addReader(r: WeakRef<Storage>): void {
     const rs = (this.readers ??= []);

@@ -126,3 +126,21 @@ test("compile: dynamic sequence lengths pad to buckets and compile at most once 
   assert.equal(s.hits, 6);
   assert.throws(() => f(torch.zeros(2, 17, { dtype: "int64" }), torch.zeros(2, 17, { dtype: "int64" })), /outside the declared bounds \[1, 16\]/);
 });
+
+test("compile: intermediates are freed after their last use and recomputed if read later", async () => {
+  torch.manualSeed(0);
+  const a = torch.randn(16, 8);
+  const scale = torch.tensor(0.1, { dtype: "float32" });
+  let kept: torch.Tensor | null = null;
+  const f = torch.compile((x: torch.Tensor) => {
+    kept = x.matmul(x.t()).mul(scale); // an intermediate the caller holds on to
+    return kept.exp().sum(1).log();
+  });
+  f(a);
+  const before = torch.memory.stats().liveBuffers;
+  const out = f(a);
+  assert.equal(torch.memory.stats().liveBuffers - before, 1, "only the returned value is left in memory");
+  const want = torch.withEagerMode("strict", () => a.matmul(a.t()).mul(scale));
+  assert.deepEqual(await kept!.tolist(), await want.tolist(), "a freed intermediate is recomputed on read");
+  assert.deepEqual(await out.tolist(), await torch.withEagerMode("strict", () => want.exp().sum(1).log().tolist()));
+});

@@ -21,6 +21,11 @@ test("resnet18 loads the torchvision state dict and matches logits and features"
   const res = model.loadStateDict(sd);
   assert.deepEqual(res, { missingKeys: [], unexpectedKeys: [] });
   assert.equal(model.conv1.weight.dtype, "float32");
+  const keys = [...model.stateDict().keys()];
+  assert.equal(keys.length, 122);
+  assert.ok(keys.includes("layer2.0.downsample.0.weight") && keys.includes("layer4.1.bn2.num_batches_tracked"));
+  // torchvision resnet18 has 11,689,512 parameters with 1000 classes; 10 classes drop 990 * 513
+  assert.equal([...model.parameters()].reduce((s, p) => s + p.numel(), 0), 11_689_512 - 990 * 513);
   model.eval();
   const f = torch.noGrad(() => model.forwardFeatures(exp.input!));
   for (const k of ["stem", "layer1", "layer2", "layer3", "layer4", "pooled"] as const) {
@@ -42,18 +47,14 @@ test("resnet18 loads the torchvision state dict and matches logits and features"
   assert.equal(await (model.bn1 as InstanceType<typeof torch.nn.BatchNorm2d>).numBatchesTracked!.item(), 6);
 });
 
-test("resnet18/resnet50 build torchvision's module tree", () => {
-  const r18 = torch.vision.resnet18();
-  const keys18 = [...r18.stateDict().keys()];
-  assert.equal(keys18.length, 122);
-  assert.ok(keys18.includes("layer2.0.downsample.0.weight") && keys18.includes("layer4.1.bn2.num_batches_tracked"));
-  const n18 = [...r18.parameters()].reduce((s, p) => s + p.numel(), 0);
-  assert.equal(n18, 11_689_512); // torchvision resnet18: 11,689,512 parameters
+test("resnet50 builds torchvision's module tree", () => {
   const r50 = torch.vision.resnet50({ numClasses: 10 });
   const keys50 = [...r50.stateDict().keys()];
   assert.ok(keys50.includes("layer1.0.conv3.weight") && keys50.includes("layer1.0.downsample.1.running_var"));
   assert.deepEqual(r50.fc.weight.shape, [10, 2048]);
   assert.equal(keys50.length, 320);
+  // torchvision resnet50: 25,557,032 parameters with 1000 classes
+  assert.equal([...r50.parameters()].reduce((s, p) => s + p.numel(), 0), 25_557_032 - 990 * 2049);
 });
 
 test("a small ResNet trains end to end (backward through every block)", async () => {

@@ -125,3 +125,29 @@ test("kernels read and write arena operands in place", { skip: !on }, () => {
   a.release();
   b.release();
 });
+
+test("jobs split across started workers give the same results as one thread", { skip: !on }, async () => {
+  setNumThreads(2);
+  unaryF32("exp", new Float32Array(1 << 17), 0, 1 << 17, new Float32Array(1 << 17)); // starts the workers
+  for (let i = 0; i < 100 && cpuInfo().workersReady < 1; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(cpuInfo().workersReady >= 1, "a worker thread started");
+  const [M, K, N] = [200, 300, 260];
+  const A = rnd(M * K, 11), B = rnd(K * N, 12);
+  const one = new Float32Array(M * N), two = new Float32Array(M * N);
+  setNumThreads(1);
+  matmulF32(M, K, N, A, 0, K, 1, B, 0, N, 1, one, 0);
+  setNumThreads(2);
+  for (let rep = 0; rep < 20; rep++) {
+    two.fill(0);
+    matmulF32(M, K, N, A, 0, K, 1, B, 0, N, 1, two, 0);
+    assert.deepEqual(two, one); // same panels, same order of k: bitwise equal
+  }
+  const x = rnd(1 << 18, 13, 5), y1 = new Float32Array(1 << 18), y2 = new Float32Array(1 << 18);
+  setNumThreads(1);
+  unaryF32("tanh", x, 0, 1 << 18, y1);
+  setNumThreads(2);
+  for (let rep = 0; rep < 20; rep++) {
+    unaryF32("tanh", x, 0, 1 << 18, y2);
+    assert.deepEqual(y2, y1);
+  }
+});
