@@ -3,7 +3,6 @@
 import { spawnSync } from "node:child_process";
 import { cpus, totalmem, loadavg } from "node:os";
 import { readFileSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import type { Row } from "./lib.js";
 
 const quick = process.argv.includes("--quick");
@@ -31,11 +30,10 @@ const jobs: Job[] = [
 ];
 
 // ---- RESULTS.md ----
-const req = createRequire(import.meta.url);
 const version = (p: string) => {
   try {
-    if (p === "torchts") return JSON.parse(readFileSync(`${root}packages/torchts/package.json`, "utf8")).version as string;
-    return JSON.parse(readFileSync(req.resolve(`${p}/package.json`), "utf8")).version as string;
+    const file = p === "torchts" ? `${root}packages/torchts/package.json` : `${root}node_modules/${p}/package.json`;
+    return JSON.parse(readFileSync(file, "utf8")).version as string;
   } catch {
     return "not installed";
   }

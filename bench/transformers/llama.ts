@@ -1,7 +1,7 @@
 // ~100M-parameter Llama: prefill and decode tokens/s of torchts (cpu; strict, fused, compiled
 // decode) vs llama.cpp (node-llama-cpp 3.21.1) on the GGUF file torchts wrote (f32 and q8_0).
 //   cd bench/transformers && npm install --omit=optional && npm install --no-save @node-llama-cpp/linux-x64@3.21.1
-//   node --import tsx bench/transformers/llama.ts [--quick] [--threads N]   (from the repo root)
+//   node --import tsx bench/transformers/llama.ts [--quick] [--threads N] [--llama-cpp-only]
 // Random weights (N(0, 0.02)); the GGUF uses tokenizer.ggml.model "none", tokens are fed as ids.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir, cpus } from "node:os";
@@ -60,11 +60,11 @@ async function benchTorchts(m: LlamaForCausalLM, prompt: number[]): Promise<void
   }
 }
 
-async function benchLlamaCpp(file: string, kind: string, prompt: number[]): Promise<void> {
+async function benchLlamaCpp(file: string, kind: string, prompt: number[], threads: number): Promise<void> {
   const { getLlama } = await import("node-llama-cpp");
   const llama = await getLlama({ gpu: false, build: "never" });
   const model = await llama.loadModel({ modelPath: file });
-  const ctx = await model.createContext({ contextSize: 512, threads: THREADS, batchSize: 512 });
+  const ctx = await model.createContext({ contextSize: 512, threads, batchSize: 512 });
   try {
     const seq = ctx.getSequence();
     const tokens = prompt as unknown as Parameters<typeof seq.evaluateWithoutGeneratingNewTokens>[0];
@@ -77,8 +77,8 @@ async function benchLlamaCpp(file: string, kind: string, prompt: number[]): Prom
     let n = 0;
     for await (const _t of seq.evaluate([tokens[tokens.length - 1]!], { temperature: 0 })) if (++n >= DECODE) break;
     const decodeMs = performance.now() - t0;
-    row(`prefill ${PROMPT}`, `llama.cpp ${kind} (${THREADS}t)`, PROMPT, prefillMs);
-    row(`decode ${DECODE}`, `llama.cpp ${kind} (${THREADS}t)`, DECODE, decodeMs);
+    row(`prefill ${PROMPT}`, `llama.cpp ${kind} (${threads}t)`, PROMPT, prefillMs);
+    row(`decode ${DECODE}`, `llama.cpp ${kind} (${threads}t)`, DECODE, decodeMs);
   } finally {
     await ctx.dispose();
     await model.dispose();
@@ -93,13 +93,14 @@ try {
     const file = join(dir, `llama100m.${type}.gguf`);
     await saveGGUF(m, file, { type });
     try {
-      await benchLlamaCpp(file, type, prompt);
+      // one thread too: llama.cpp's spinning thread barriers suffer badly on an oversubscribed machine
+      for (const t of [...new Set([1, THREADS])]) await benchLlamaCpp(file, type, prompt, t);
     } catch (e) {
       console.log(`llama.cpp ${type}: ${(e as Error).message}`);
       emit({ suite: "llama.cpp", workload: "decode", variant: type, error: (e as Error).message });
     }
   }
-  await benchTorchts(m, prompt);
+  if (!process.argv.includes("--llama-cpp-only")) await benchTorchts(m, prompt);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

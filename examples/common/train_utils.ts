@@ -43,7 +43,19 @@ function fmtTime(s: number): string {
   return r >= 60 ? `${Math.floor(r / 60)}m${String(r % 60).padStart(2, "0")}s` : `${r}s`;
 }
 
-/** A one-line progress bar: step, smoothed loss, throughput and ETA (stderr on a TTY, else every 10%). */
+/**
+ * Let the event loop run. Tensor memory is released by a FinalizationRegistry, whose callbacks
+ * only run between macrotasks; a loop whose awaits all resolve immediately (cpu reads) would
+ * otherwise keep every step's buffers alive.
+ */
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((r) => setImmediate(r));
+}
+
+/**
+ * A one-line progress bar: step, smoothed loss, throughput and ETA (stderr on a TTY, else every
+ * 10%). `await bar.update(...)` once per step also yields to the event loop (see yieldToEventLoop).
+ */
 export class Progress {
   private t0 = performance.now();
   private ema = 0;
@@ -54,7 +66,7 @@ export class Progress {
     readonly unit: string,
     readonly firstStep = 1,
   ) {}
-  update(step: number, loss: number, itemsThisStep: number, extra = ""): void {
+  async update(step: number, loss: number, itemsThisStep: number, extra = ""): Promise<void> {
     this.ema = this.n++ === 0 ? loss : 0.9 * this.ema + 0.1 * loss;
     const el = (performance.now() - this.t0) / 1000;
     const done = step - this.firstStep + 1;
@@ -65,6 +77,7 @@ export class Progress {
     const line = `[${"#".repeat(filled)}${".".repeat(w - filled)}] step ${step}/${this.total} loss ${this.ema.toFixed(4)} ${rate.toFixed(0)} ${this.unit}/s ETA ${fmtTime(eta)}${extra ? " " + extra : ""}`;
     if (this.tty) process.stderr.write(`\r${line}`);
     else if (step % Math.max(1, Math.floor(this.total / 10)) === 0 || step === this.total) console.log(line);
+    await yieldToEventLoop();
   }
   end(): void {
     if (this.tty) process.stderr.write("\n");

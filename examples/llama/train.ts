@@ -88,7 +88,7 @@ for (let step = start + 1; step <= steps; step++) {
   await scaler.step(opt);
   await scaler.update();
   losses.push(await loss!.item());
-  bar.update(step, losses[losses.length - 1]!, batchSize * blockSize);
+  await bar.update(step, losses[losses.length - 1]!, batchSize * blockSize);
   if (step % ckptEvery === 0 || step === steps) await saveCheckpoint(ckpt, model, opt, { step, losses });
 }
 bar.end();

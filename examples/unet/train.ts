@@ -73,7 +73,7 @@ for (let step = start + 1; step <= steps; step++) {
   loss.backward();
   opt.step();
   losses.push(await loss.item());
-  bar.update(step, losses[losses.length - 1]!, batchSize);
+  await bar.update(step, losses[losses.length - 1]!, batchSize);
   if (step % ckptEvery === 0 || step === steps) await saveCheckpoint(ckpt, model, opt, { step, losses });
 }
 bar.end();

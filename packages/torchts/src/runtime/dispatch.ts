@@ -108,8 +108,13 @@ function hostReadError(): TorchError {
   )) as TorchError;
 }
 
-/** torch.sync(): run everything pending (fused mode). Values only used inside a fused kernel stay unmaterialized. */
-export function flushAll(keep: readonly Storage[] = [], freeIntermediates = false): void {
+/**
+ * torch.sync(): run everything pending (fused mode). Values only used inside a fused kernel stay
+ * unmaterialized; values materialized only for later kernels are freed after their last use.
+ * Either kind is recomputed if read later. (A read, realize(), frees nothing: what it leaves
+ * behind, such as activations saved for backward, is usually needed by the next flush.)
+ */
+export function flushAll(keep: readonly Storage[] = [], freeIntermediates = true): void {
   if (traceState.fn !== null && pendingSet.size) throw hostReadError();
   const live: Storage[] = [];
   for (const r of pendingSet) {

@@ -15,6 +15,7 @@ export interface StreamEvent {
 }
 
 export interface GenerateOptions {
+  /** New tokens per row (default 20). */
   maxNewTokens?: number;
   /** Sample instead of argmax (default false, i.e. greedy). */
   doSample?: boolean;

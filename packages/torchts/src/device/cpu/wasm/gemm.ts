@@ -3,7 +3,7 @@
 // floats per k), C is a padded row-major block. K is padded to a multiple of KU (zeros), so the
 // unrolled inner loop needs no remainder. The driver loops (KC x MC cache blocking) are in wasm
 // too, so one call computes a whole range of row panels with no JS round trips.
-import { F32, Fn, I32, OP, SIMD, V128 } from "./emitter.js";
+import { Fn, I32, OP, SIMD, V128 } from "./emitter.js";
 
 export interface GemmShape {
   MR: number;
@@ -95,4 +95,3 @@ export function gemmFns(g: GemmShape, fma: boolean, microIndex: number): Fn[] {
   return [micro(g, fma), driver(g, microIndex)];
 }
 
-export { F32 };
