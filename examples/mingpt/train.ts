@@ -1,5 +1,5 @@
 // Train a character-level minGPT on Tiny Shakespeare, then sample from it.
-//   npm run example:mingpt -- [--steps 150] [--batch-size 8] [--block-size 64] [--n-layer 2] [--n-embd 64]
+//   npm run example:mingpt -- [--steps 400] [--batch-size 16] [--block-size 64] [--n-layer 2] [--n-embd 64]
 //                            [--n-head 4] [--lr 3e-3] [--device cpu] [--mode strict|fused|debug]
 //                            [--checkpoint checkpoints/mingpt.safetensors] [--resume] [--sample-tokens 300]
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
@@ -21,8 +21,8 @@ function args(): Record<string, string> {
 
 const A = args();
 const num = (k: string, d: number) => (A[k] !== undefined ? Number(A[k]) : d);
-const steps = num("steps", 150);
-const batchSize = num("batch-size", 8);
+const steps = num("steps", 400);
+const batchSize = num("batch-size", 16);
 const blockSize = num("block-size", 64);
 const device = A.device ?? "cpu";
 const ckpt = A.checkpoint ?? "checkpoints/mingpt.safetensors";

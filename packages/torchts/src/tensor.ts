@@ -5,6 +5,7 @@ import { getDevice } from "./device/plugin.js";
 import type { DType, HostArray } from "./ir/dtype.js";
 import { contiguousStrides, isContiguous, numel, shapeStr, type Shape } from "./ir/shape.js";
 import { realize } from "./runtime/dispatch.js";
+import { maybeYield } from "./runtime/memory.js";
 import type { Storage } from "./runtime/storage.js";
 import { AccumulateGrad, type Node, type TensorHook } from "./autograd/node.js";
 import { formatTensor } from "./format.js";
@@ -163,6 +164,7 @@ export class Tensor {
   // ---- host reads (async because accelerators are) ----
   async data(): Promise<HostArray> {
     const dev = this._storage.device;
+    await maybeYield();
     if (dev.readSync) return this._contiguousHost();
     // accelerators (webgpu): realize, then await the device's async read
     this._checkAlive();
@@ -170,6 +172,7 @@ export class Tensor {
     return this._gather(await dev.read(this._storage.buf!, this._storage.dtype, this._storage.numel));
   }
   async tolist(): Promise<NestedArray> {
+    await maybeYield();
     if (this._storage.device.readSync) return this._tolistSync();
     return this._nested(await this.data());
   }

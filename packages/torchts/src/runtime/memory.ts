@@ -18,7 +18,21 @@ interface Held {
 
 const registry = new FinalizationRegistry<Held>((h) => release(h.dev, h.buf));
 
+// Bytes allocated since the host last yielded to the event loop. FinalizationRegistry
+// callbacks only run between macrotasks, and `await t.item()` on cpu resolves as a microtask,
+// so a training loop would never give the runtime a chance to release buffers.
+let sinceYield = 0;
+const YIELD_BYTES = 16 * 1024 * 1024;
+
+/** Let pending buffer releases run if enough was allocated since the last time. */
+export async function maybeYield(): Promise<void> {
+  if (sinceYield < YIELD_BYTES) return;
+  sinceYield = 0;
+  await new Promise<void>((r) => (typeof setImmediate === "function" ? setImmediate(r) : setTimeout(r, 0)));
+}
+
 export function trackAlloc(owner: object, dev: DevicePlugin, buf: DeviceBuffer): void {
+  sinceYield += buf.bytes;
   stats.liveBytes += buf.bytes;
   stats.liveBuffers++;
   stats.allocationCount++;
