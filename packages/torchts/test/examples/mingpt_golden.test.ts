@@ -52,3 +52,39 @@ for (const mode of ["strict", "fused", "debug"] as const) {
     });
   });
 }
+
+test("minGPT golden trajectory (compiled: forward, backward, clipping and AdamW as one graph)", async () => {
+  const init = await torch.safetensors.loadFile(new URL("init.safetensors", dir).pathname);
+  const final = await torch.safetensors.loadFile(new URL("final.safetensors", dir).pathname);
+  const batches = await torch.safetensors.loadFile(new URL("batches.safetensors", dir).pathname);
+  const model = new GPT({ vocabSize: cfg.vocab_size, blockSize: cfg.block_size, nLayer: cfg.n_layer, nHead: cfg.n_head, nEmbd: cfg.n_embd });
+  model.loadStateDict(new Map(Object.entries(init)), { strict: true });
+  const opt = model.configureOptimizer({ lr: 1e-3, betas: [0.9, 0.95], weightDecay: 0.1, eps: 1e-8 });
+  const params = [...model.namedParameters()];
+  torch.compiler.resetStats();
+  const step = torch.compile(
+    (x: torch.Tensor, y: torch.Tensor) => {
+      const { loss } = model.forward(x, y);
+      opt.zeroGrad({ setToNone: true });
+      loss!.backward();
+      const norm = torch.nn.utils.clipGradNorm_(params.map(([, p]) => p), 1.0);
+      opt.step();
+      return [loss!, norm];
+    },
+    { modules: [model] },
+  );
+  for (let i = 0; i < 20; i++) {
+    const [loss, norm] = step(batches.x!.select(0, i), batches.y!.select(0, i)) as torch.Tensor[];
+    const lossV = await loss!.item();
+    const rel = Math.abs(lossV - expected.train_loss[i]) / expected.train_loss[i];
+    assert.ok(rel < 1e-4, `step ${i}: loss ${lossV} vs ${expected.train_loss[i]} (rel ${rel})`);
+    const n = await norm!.item();
+    assert.ok(Math.abs(n - expected.grad_norm_before_clip[i]) < 1e-4 * expected.grad_norm_before_clip[i], `step ${i}: grad norm ${n}`);
+  }
+  let worst = 0;
+  for (const [name, p] of params) worst = Math.max(worst, await maxAbsDiff(p, final[name]!));
+  assert.ok(worst < 5e-5, `final weights differ by ${worst}`);
+  const st = torch.compiler.stats();
+  assert.ok(st.recompiles === 0, `recompiles: ${st.recompileReasons.join("; ")}`);
+  assert.ok(st.hits >= 18, `compiled step replayed from its entry (hits ${st.hits})`);
+});
