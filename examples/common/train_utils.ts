@@ -120,6 +120,21 @@ export async function loadCheckpoint(
   return state as TrainState;
 }
 
+/** `--resume`: restore model, optimizer and RNG from `path` if it exists; where the run starts. */
+export async function resumeIfAsked(
+  args: Record<string, string>,
+  path: string,
+  model: InstanceType<typeof torch.nn.Module>,
+  opt: InstanceType<typeof torch.optim.Optimizer>,
+  device = "cpu",
+): Promise<{ start: number; losses: number[] }> {
+  if (!args.resume) return { start: 0, losses: [] };
+  const s = await loadCheckpoint(path, model, opt, device);
+  if (!s) return { start: 0, losses: [] };
+  console.log(`resumed from ${path} at step ${s.step}`);
+  return { start: s.step, losses: s.losses };
+}
+
 /** Mean of the last k values. */
 export function tailMean(xs: number[], k: number): number {
   const t = xs.slice(-k);

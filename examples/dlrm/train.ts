@@ -3,7 +3,7 @@
 //   npm run example:dlrm -- [--steps 500] [--batch-size 256] [--train-size 200000] [--test-size 5000]
 //     [--lr 0.005] [--device cpu|webgpu] [--checkpoint checkpoints/dlrm.pt] [--resume] [--ckpt-every 100]
 import * as torch from "../../packages/torchts/src/index.js";
-import { loadCheckpoint, numArg, parseArgs, Progress, saveCheckpoint, setupDevice, tailMean } from "../common/train_utils.js";
+import { resumeIfAsked, numArg, parseArgs, Progress, saveCheckpoint, setupDevice, tailMean } from "../common/train_utils.js";
 import { auc, makeClicks } from "./data.js";
 import { DLRM } from "./model.js";
 
@@ -37,16 +37,9 @@ const bayesAuc = auc(testRaw.probs, testRaw.labels);
 const model = new DLRM({ nDense, tableSizes: tables, embDim: 16, bottom: [32], top: [32, 16] });
 if (device !== "cpu") model.to(device);
 const opt = new torch.optim.Adam(model.parameters(), { lr: numArg(A, "lr", 0.005) });
-let start = 0;
-let losses: number[] = [];
-if (A.resume) {
-  const s = await loadCheckpoint(ckpt, model, opt, device);
-  if (s) {
-    start = s.step;
-    losses = s.losses;
-    console.log(`resumed from ${ckpt} at step ${start}`);
-  }
-}
+const resumed = await resumeIfAsked(A, ckpt, model, opt, device);
+const start = resumed.start;
+let losses: number[] = resumed.losses;
 const nParams = [...model.parameters()].reduce((s, p) => s + p.numel(), 0);
 console.log(`DLRM: ${nParams.toLocaleString()} parameters, ${tables.length} embedding tables ${JSON.stringify(tables)}, ${steps} steps of ${batchSize} on ${device}`);
 

@@ -7,7 +7,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as torch from "../../packages/torchts/src/index.js";
-import { loadCheckpoint, numArg, parseArgs, Progress, saveCheckpoint, setupDevice } from "../common/train_utils.js";
+import { resumeIfAsked, numArg, parseArgs, Progress, saveCheckpoint, setupDevice } from "../common/train_utils.js";
 import { CausalLM, makeConfig, savePretrained, type HFConfig } from "./model.js";
 
 const A = parseArgs();
@@ -54,16 +54,9 @@ const opt = new torch.optim.AdamW(model.parameters(), { lr: numArg(A, "lr", 3e-3
 const amp = A.amp === "bf16" ? "bfloat16" : A.amp === "fp16" ? "float16" : null;
 if (A.amp && !amp) throw new Error(`--amp must be bf16 or fp16, got '${A.amp}'`);
 const scaler = new torch.amp.GradScaler(device, { enabled: amp === "float16" });
-let start = 0;
-let losses: number[] = [];
-if (A.resume) {
-  const s = await loadCheckpoint(ckpt, model, opt, device);
-  if (s) {
-    start = s.step;
-    losses = s.losses;
-    console.log(`resumed from ${ckpt} at step ${start}`);
-  }
-}
+const resumed = await resumeIfAsked(A, ckpt, model, opt, device);
+const start = resumed.start;
+let losses: number[] = resumed.losses;
 const nParams = [...model.parameters()].reduce((s, p) => s + p.numel(), 0);
 console.log(`${config.architectures[0]}: ${nParams.toLocaleString()} parameters, vocab ${chars.length}, ${steps} steps of ${batchSize}x${blockSize} tokens on ${device}${amp ? ` (autocast ${amp})` : ""}`);
 

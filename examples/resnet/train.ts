@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as torch from "../../packages/torchts/src/index.js";
-import { loadCheckpoint, numArg, parseArgs, Progress, saveCheckpoint, setupDevice, tailMean } from "../common/train_utils.js";
+import { resumeIfAsked, numArg, parseArgs, Progress, saveCheckpoint, setupDevice, tailMean } from "../common/train_utils.js";
 import { CLASSES, makeShapes } from "./shapes.js";
 
 const A = parseArgs();
@@ -38,16 +38,9 @@ const model = new torch.vision.ResNet(torch.vision.BasicBlock, [1, 1, 1, 1], {
 });
 if (device !== "cpu") model.to(device);
 const opt = new torch.optim.Adam(model.parameters(), { lr: numArg(A, "lr", 2e-3) });
-let start = 0;
-let losses: number[] = [];
-if (A.resume) {
-  const s = await loadCheckpoint(ckpt, model, opt, device);
-  if (s) {
-    start = s.step;
-    losses = s.losses;
-    console.log(`resumed from ${ckpt} at step ${start}`);
-  }
-}
+const resumed = await resumeIfAsked(A, ckpt, model, opt, device);
+const start = resumed.start;
+let losses: number[] = resumed.losses;
 const nParams = [...model.parameters()].reduce((s, p) => s + p.numel(), 0);
 console.log(`ResNet (BasicBlock [1,1,1,1]): ${nParams.toLocaleString()} parameters, ${CLASSES.length} classes, ${steps} steps of ${batchSize} ${size}x${size} images on ${device}`);
 

@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import * as torch from "../../packages/torchts/src/index.js";
-import { loadCheckpoint, numArg, parseArgs, Progress, saveCheckpoint, setupDevice, tailMean } from "../common/train_utils.js";
+import { resumeIfAsked, numArg, parseArgs, Progress, saveCheckpoint, setupDevice, tailMean } from "../common/train_utils.js";
 import { mulberry32 } from "../resnet/shapes.js";
 import { Diffusion, UNet } from "./model.js";
 import { gridPng } from "./png.js";
@@ -50,16 +50,9 @@ const diffusion = new Diffusion(numArg(A, "T", 50));
 const model = new UNet(1, numArg(A, "base", 8));
 if (device !== "cpu") model.to(device);
 const opt = new torch.optim.Adam(model.parameters(), { lr: numArg(A, "lr", 2e-3) });
-let start = 0;
-let losses: number[] = [];
-if (A.resume) {
-  const s = await loadCheckpoint(ckpt, model, opt, device);
-  if (s) {
-    start = s.step;
-    losses = s.losses;
-    console.log(`resumed from ${ckpt} at step ${start}`);
-  }
-}
+const resumed = await resumeIfAsked(A, ckpt, model, opt, device);
+const start = resumed.start;
+let losses: number[] = resumed.losses;
 const nParams = [...model.parameters()].reduce((s, p) => s + p.numel(), 0);
 console.log(`DDPM UNet: ${nParams.toLocaleString()} parameters, T=${diffusion.T}, ${steps} steps of ${batchSize} ${size}x${size} images on ${device}`);
 
