@@ -2,35 +2,13 @@
 // float64 gradients) in each eager mode. One test per case per mode, named "<mode> <case>".
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import * as torch from "../../src/index.js";
 import type { Tensor } from "../../src/index.js";
 import { CASES } from "./cases.js";
 import { tolFor, type Tol } from "./tolerances.js";
+import { cases, caseData, DTYPE, type CaseSpec } from "./manifest.js";
 
-interface CaseSpec {
-  name: string;
-  code: string;
-  file: string;
-  inputs: { name: string; key: string; dtype: string }[];
-  outputs: { index: number; key: string; dtype: string; shape: number[]; ref64_key?: string }[];
-  grad: null | { weights: { output: number; key: string }[]; grads: { input: string; key: string }[] };
-}
-
-const DIR = new URL("../fixtures/golden_ops/", import.meta.url);
-const manifest = JSON.parse(readFileSync(new URL("manifest.json", DIR), "utf8")) as { cases: CaseSpec[] };
-const DTYPE: Record<string, string> = {
-  F32: "float32", F64: "float64", F16: "float16", BF16: "bfloat16", I64: "int64", I32: "int32", I8: "int8", U8: "uint8",
-  BOOL: "bool",
-};
 const MODES = ["debug", "strict", "fused"] as const;
-
-const bytesCache = new Map<string, Uint8Array>();
-function caseBytes(c: CaseSpec): Uint8Array {
-  let b = bytesCache.get(c.file);
-  if (!b) bytesCache.set(c.file, (b = new Uint8Array(readFileSync(new URL(c.file, DIR)))));
-  return b;
-}
 
 function close(a: number, e: number, tol: Tol): boolean {
   if (Number.isNaN(a) || Number.isNaN(e)) return Number.isNaN(a) && Number.isNaN(e);
@@ -64,7 +42,7 @@ function compareExact(what: string, got: ArrayLike<number>, want: ArrayLike<numb
 async function runCase(c: CaseSpec): Promise<void> {
   const fn = CASES[c.name];
   assert.ok(fn, `no translation for case ${c.name}`);
-  const data = torch.safetensors.load(caseBytes(c), c.file);
+  const data = caseData(c);
   const wantGrad = new Set((c.grad?.grads ?? []).map((g) => g.input));
   const inputs: Record<string, Tensor> = {};
   for (const inp of c.inputs) {
@@ -109,7 +87,7 @@ async function runCase(c: CaseSpec): Promise<void> {
 }
 
 for (const mode of MODES)
-  for (const c of manifest.cases)
+  for (const c of cases)
     test(`${mode} ${c.name}`, async () => {
       const prev = torch.getEagerMode();
       torch.setEagerMode(mode);

@@ -1,51 +1,10 @@
 // Test helper for the nn.functional tests: reads golden op cases (real PyTorch outputs and
-// float64 gradients of sum(out_i * gw_i)) from test/fixtures/golden_ops with a minimal
-// safetensors parser, runs a translation, and checks outputs and input gradients.
+// float64 gradients of sum(out_i * gw_i)) from test/fixtures/golden_ops, runs a translation, and
+// checks outputs and input gradients.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import * as torch from "../../src/index.js";
 import type { Tensor } from "../../src/index.js";
-
-export interface GoldenCase {
-  name: string;
-  code: string;
-  file: string;
-  inputs: { name: string; key: string; dtype: string; requires_grad: boolean }[];
-  outputs: { index: number; key: string; ref64_key?: string }[];
-  grad: null | { weights: { output: number; key: string }[]; grads: { input: string; key: string }[] };
-}
-
-const DIR = new URL("../fixtures/golden_ops/", import.meta.url);
-const manifest = JSON.parse(readFileSync(new URL("manifest.json", DIR), "utf8")) as { cases: GoldenCase[] };
-export const goldenCases = manifest.cases;
-
-const DT: Record<string, [torch.DType, number]> = {
-  F32: ["float32", 4], F64: ["float64", 8], I64: ["int64", 8], I32: ["int32", 4], BOOL: ["bool", 1], U8: ["uint8", 1],
-};
-
-/** Parse a safetensors file into tensors (only the dtypes the op cases use). */
-export function loadSafetensors(path: URL): Record<string, Tensor> {
-  const buf = readFileSync(path);
-  const n = Number(buf.readBigUInt64LE(0));
-  const header = JSON.parse(buf.subarray(8, 8 + n).toString("utf8")) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
-  const base = 8 + n;
-  const out: Record<string, Tensor> = {};
-  for (const [k, h] of Object.entries(header)) {
-    if (k === "__metadata__") continue;
-    const [dtype] = DT[h.dtype] ?? assert.fail(`unsupported safetensors dtype ${h.dtype}`);
-    const raw = buf.subarray(base + h.data_offsets[0], base + h.data_offsets[1]);
-    const ab = raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength);
-    let vals: number[];
-    if (h.dtype === "F32") vals = Array.from(new Float32Array(ab));
-    else if (h.dtype === "F64") vals = Array.from(new Float64Array(ab));
-    else if (h.dtype === "I64") vals = Array.from(new BigInt64Array(ab), Number);
-    else if (h.dtype === "I32") vals = Array.from(new Int32Array(ab));
-    else vals = Array.from(new Uint8Array(ab));
-    const flat = torch.tensor(vals, { dtype });
-    out[k] = flat.reshape(h.shape);
-  }
-  return out;
-}
+import { cases, caseData } from "../golden/manifest.js";
 
 export async function flat(t: Tensor): Promise<number[]> {
   return Array.from(await t.data(), Number);
@@ -71,8 +30,8 @@ export type Translation = (inp: Record<string, Tensor>) => Tensor | Tensor[];
 
 /** Run one golden case: outputs vs PyTorch (float32 or float64 reference), then gradients. */
 export async function runGolden(name: string, fn: Translation, atol = 1e-6, rtol = 1e-5): Promise<void> {
-  const c = goldenCases.find((k) => k.name === name) ?? assert.fail(`no golden case ${name}`);
-  const data = loadSafetensors(new URL(c.file, DIR));
+  const c = cases.find((k) => k.name === name) ?? assert.fail(`no golden case ${name}`);
+  const data = caseData(c);
   const wantGrad = new Set((c.grad?.grads ?? []).map((g) => g.input));
   const inputs: Record<string, Tensor> = {};
   for (const i of c.inputs) {

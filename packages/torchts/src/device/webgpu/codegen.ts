@@ -102,7 +102,36 @@ function scalarVal(d: DType, k: number): Val {
   return isFloating(d) ? { e: `sf(${k}u)`, t: "f32" } : { e: `si(${k}u)`, t: "i32" };
 }
 
-const FLOAT_MIN_INIT = "inf_(false)";
+/**
+ * A reduce op's accumulator over values `x`: `init` declares `acc` (and any state), `step` folds
+ * in one `x`; `t` is the type of `acc`. Shared by the single-node and the fused reduction kernels.
+ */
+export function reduceAcc(op: IRNode<"reduce">["params"]["op"], f: boolean): { init: string; step: string; t: Val["t"] } {
+  switch (op) {
+    case "sum":
+      // Kahan summation for floats: cpu accumulates in float64, this keeps float32 sums close to it
+      return f
+        ? {
+            init: "var acc = 0.0; var comp = 0.0;",
+            step: "let y_ = x - comp; let t_ = acc + y_; if (isinf_(t_) || isnan_(t_)) { acc = acc + x; } else { comp = (t_ - acc) - y_; acc = t_; }",
+            t: "f32",
+          }
+        : { init: "var acc = 0;", step: "acc += x;", t: "i32" };
+    case "prod":
+      return { init: f ? "var acc = 1.0;" : "var acc = 1;", step: "acc *= x;", t: f ? "f32" : "i32" };
+    case "max":
+    case "min": {
+      const c = op === "max" ? ">" : "<";
+      return f
+        ? { init: `var acc = inf_(${op === "max"});`, step: `if (!isnan_(acc) && (x ${c} acc || isnan_(x))) { acc = x; }`, t: "f32" }
+        : { init: `var acc = ${op === "max" ? "i32(-2147483647 - 1)" : "2147483647"};`, step: `if (x ${c} acc) { acc = x; }`, t: "i32" };
+    }
+    default: {
+      const nz = f ? "x != 0.0" : "x != 0";
+      return { init: `var acc = ${op === "all"};`, step: op === "any" ? `if (${nz}) { acc = true; }` : `if (!(${nz})) { acc = false; }`, t: "bool" };
+    }
+  }
+}
 
 type Builder<P extends PrimName> = (n: IRNode<P>) => Program;
 
@@ -116,53 +145,16 @@ const builders: { [P in PrimName]: Builder<P> } = {
   reduce: (n) => {
     const v = n.inputs[0]!;
     const { op, axes } = n.params;
-    const f = isFloating(v.dtype);
     let body = stridedOffsets(n.out.shape, [v.strides], ["off(0u)"], ["p0"]);
     const q = ["p0", ...axes.map((a) => (v.strides[a] === 0 ? "" : `j${a} * ${v.strides[a]}`))].filter((x) => x).join(" + ");
     let inner = `let x = I0[${q}];`;
-    let init: string;
-    let fin = "acc";
-    let t: Val["t"] = f ? "f32" : "i32";
-    switch (op) {
-      case "sum":
-        if (f) {
-          init = "var acc = 0.0; var comp = 0.0;";
-          // Kahan summation: cpu accumulates in float64, this keeps float32 sums close to it
-          inner += "let y_ = x - comp; let t_ = acc + y_; if (isinf_(t_) || isnan_(t_)) { acc = acc + x; } else { comp = (t_ - acc) - y_; acc = t_; }";
-        } else {
-          init = "var acc = 0;";
-          inner += "acc += x;";
-        }
-        break;
-      case "prod":
-        init = f ? "var acc = 1.0;" : "var acc = 1;";
-        inner += "acc *= x;";
-        break;
-      case "max":
-      case "min": {
-        const c = op === "max" ? ">" : "<";
-        if (f) {
-          init = `var acc = ${op === "max" ? "inf_(true)" : FLOAT_MIN_INIT};`;
-          inner += `if (!isnan_(acc) && (x ${c} acc || isnan_(x))) { acc = x; }`;
-        } else {
-          init = `var acc = ${op === "max" ? "i32(-2147483647 - 1)" : "2147483647"};`;
-          inner += `if (x ${c} acc) { acc = x; }`;
-        }
-        break;
-      }
-      default: {
-        const nz = f ? "x != 0.0" : "x != 0";
-        init = `var acc = ${op === "all"};`;
-        inner += op === "any" ? `if (${nz}) { acc = true; }` : `if (!(${nz})) { acc = false; }`;
-        t = "bool";
-        fin = "acc";
-      }
-    }
+    const { init, step, t } = reduceAcc(op, isFloating(v.dtype));
+    inner += step;
     for (let k = axes.length - 1; k >= 0; k--) {
       const a = axes[k]!;
       inner = `for (var j${a} = 0; j${a} < ${v.shape[a]}; j${a}++) { ${inner} }`;
     }
-    body += `${init}${inner}O[i] = ${storeVal({ e: fin, t }, n.out.dtype)};`;
+    body += `${init}${inner}O[i] = ${storeVal({ e: "acc", t }, n.out.dtype)};`;
     return { passes: [simple(n, body, [0])] };
   },
   argreduce: (n) => {

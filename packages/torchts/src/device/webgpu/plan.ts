@@ -7,7 +7,7 @@ import { isFloating, type DType } from "../../ir/dtype.js";
 import type { IRGraph, IRNode } from "../../ir/prims.js";
 import { contiguousStrides, numel, type Shape } from "../../ir/shape.js";
 import type { FusedGraph } from "../../runtime/fused_graph.js";
-import { buildProgram, stridedOffsets, type Pass } from "./codegen.js";
+import { buildProgram, reduceAcc, stridedOffsets, type Pass } from "./codegen.js";
 import { storageType } from "./dtypes.js";
 import { MAX_OFFSETS } from "./shader.js";
 import { binaryVal, loadVal, storeVal, unaryVal, type Val } from "./wgsl_ops.js";
@@ -171,7 +171,6 @@ function fusedReduction(g: FusedGraph, nExt: number): Pass | null {
   const shape = red.inputs[0]!.shape;
   const outShape = red.out.shape;
   const { op, axes } = red.params;
-  const f = isFloating(red.inputs[0]!.dtype);
   const idx = (s: Shape) => s.map((v, d) => (v === 0 || shape[d] === 1 ? "" : `i${d} * ${v}`)).filter(Boolean).join(" + ") || "0";
   const load = (k: number, s: Shape) => `I${k}[off(${k}u) + ${idx(s)}]`;
   const ctx: Ctx = { extTypes: [] };
@@ -187,34 +186,8 @@ function fusedReduction(g: FusedGraph, nExt: number): Pass | null {
     extType(ctx, src.ext, red.inputs[0]!.dtype);
     x = load(src.ext, red.inputs[0]!.strides);
   }
-  inner += `let x = ${x};`;
-  let init: string;
-  let t: Val["t"] = f ? "f32" : "i32";
-  switch (op) {
-    case "sum":
-      init = f ? "var acc = 0.0; var comp = 0.0;" : "var acc = 0;";
-      inner += f
-        ? "let y_ = x - comp; let t_ = acc + y_; if (isinf_(t_) || isnan_(t_)) { acc = acc + x; } else { comp = (t_ - acc) - y_; acc = t_; }"
-        : "acc += x;";
-      break;
-    case "prod":
-      init = f ? "var acc = 1.0;" : "var acc = 1;";
-      inner += "acc *= x;";
-      break;
-    case "max":
-    case "min": {
-      const c = op === "max" ? ">" : "<";
-      init = f ? `var acc = inf_(${op === "max"});` : `var acc = ${op === "max" ? "i32(-2147483647 - 1)" : "2147483647"};`;
-      inner += f ? `if (!isnan_(acc) && (x ${c} acc || isnan_(x))) { acc = x; }` : `if (x ${c} acc) { acc = x; }`;
-      break;
-    }
-    default: {
-      const nz = f ? "x != 0.0" : "x != 0";
-      init = `var acc = ${op === "all"};`;
-      inner += op === "any" ? `if (${nz}) { acc = true; }` : `if (!(${nz})) { acc = false; }`;
-      t = "bool";
-    }
-  }
+  const { init, step, t } = reduceAcc(op, isFloating(red.inputs[0]!.dtype));
+  inner += `let x = ${x};${step}`;
   for (let k = axes.length - 1; k >= 0; k--) {
     const a = axes[k]!;
     inner = `for (var i${a} = 0; i${a} < ${shape[a]}; i${a}++) { ${inner} }`;

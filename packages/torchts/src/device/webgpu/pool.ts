@@ -10,7 +10,7 @@ export class OutOfMemoryError extends Error {
 }
 
 /** Bucket sizes: powers of two up to 1 MiB, then multiples of 1 MiB (bounded waste, few buckets). */
-export function bucketSize(bytes: number): number {
+function bucketSize(bytes: number): number {
   const b = Math.max(16, bytes);
   if (b <= 1 << 20) return 2 ** Math.ceil(Math.log2(b));
   return Math.ceil(b / (1 << 20)) * (1 << 20);

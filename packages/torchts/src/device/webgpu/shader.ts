@@ -4,7 +4,7 @@ import { f16Helper, HELPERS } from "./wgsl_ops.js";
 
 /** Uniform layout (32 u32 words): 0-15 input offsets, 16-19 scalars as f32, 20-23 scalars as
  * i32/u32, 24 thread count, 25 threads per grid row, 26 zero (keeps NaN/Inf out of constant folding). */
-export const UNIFORM_WORDS = 32;
+const UNIFORM_WORDS = 32;
 export const UNIFORM_BYTES = UNIFORM_WORDS * 4;
 export const MAX_OFFSETS = 16;
 

@@ -2,28 +2,13 @@
 // in each eager mode, and outputs and gradients are compared with PyTorch's (tolerances.ts).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import * as torch from "../../../src/index.js";
 import type { Tensor } from "../../../src/index.js";
 import { CASES } from "../../golden/cases.js";
+import { cases, caseData, DTYPE, type CaseSpec } from "../../golden/manifest.js";
 import { webgpuTol, WEBGPU_RAISES } from "./tolerances.js";
 import { skip } from "./setup.js";
 
-interface CaseSpec {
-  name: string;
-  code: string;
-  file: string;
-  inputs: { name: string; key: string; dtype: string }[];
-  outputs: { index: number; key: string; dtype: string; shape: number[]; ref64_key?: string }[];
-  grad: null | { weights: { output: number; key: string }[]; grads: { input: string; key: string }[] };
-}
-
-const DIR = new URL("../../fixtures/golden_ops/", import.meta.url);
-const manifest = JSON.parse(readFileSync(new URL("manifest.json", DIR), "utf8")) as { cases: CaseSpec[] };
-const DTYPE: Record<string, string> = {
-  F32: "float32", F64: "float64", F16: "float16", BF16: "bfloat16", I64: "int64", I32: "int32", I8: "int8", U8: "uint8",
-  BOOL: "bool",
-};
 // "compiled": the case function wrapped in torch.compile (forward inside, backward after)
 const MODES = (process.env.TORCHTS_WEBGPU_GOLDEN_MODES ?? "strict,fused,compiled,debug").split(",");
 
@@ -60,11 +45,8 @@ const onDevice = new Proxy(torch, {
   },
 }) as typeof torch;
 
-const bytes = new Map<string, Uint8Array>();
 async function runCase(c: CaseSpec, compiled: boolean): Promise<void> {
-  let b = bytes.get(c.file);
-  if (!b) bytes.set(c.file, (b = new Uint8Array(readFileSync(new URL(c.file, DIR)))));
-  const data = torch.safetensors.load(b, c.file);
+  const data = caseData(c);
   const wantGrad = new Set((c.grad?.grads ?? []).map((g) => g.input));
   const inputs: Record<string, Tensor> = {};
   for (const inp of c.inputs) {
@@ -105,7 +87,7 @@ async function runCase(c: CaseSpec, compiled: boolean): Promise<void> {
 }
 
 for (const mode of MODES)
-  for (const c of manifest.cases) {
+  for (const c of cases) {
     const raises = WEBGPU_RAISES[c.name];
     test(`webgpu ${mode} ${c.name}`, { skip }, async () => {
       const compiled = mode === "compiled";

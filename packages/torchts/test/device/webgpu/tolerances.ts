@@ -1,14 +1,9 @@
-// The golden tolerance table extended for webgpu, and the cases the documented int64/float64
+// The golden tolerance table as webgpu applies it, and the cases the documented int64/float64
 // policy makes raise. Every entry names its reason.
-import { tolFor, type Tol } from "../../golden/tolerances.js";
+import { DEFAULT_TOL, tolFor, type Tol } from "../../golden/tolerances.js";
 
 /** float64 is demoted to float32 on webgpu (WGSL has no f64): float64 results get float32's tolerance. */
-const F64_DEMOTED: Tol = { rtol: 1e-5, atol: 1e-6 };
-
-/** Cases whose deviation on webgpu is explained (case name -> tolerance + reason). */
-export const WEBGPU_TOLERANCES: Record<string, { out?: Tol; grad?: Tol; reason: string }> = {
-  cast__int_to_float: { out: { rtol: 1e-7, atol: 0 }, reason: "never reached: the int64 input raises (policy)" },
-};
+const F64_DEMOTED: Tol = DEFAULT_TOL;
 
 /** Cases that raise on webgpu by design, with the error they must raise. */
 export const WEBGPU_RAISES: Record<string, { error: RegExp; reason: string }> = {
@@ -27,8 +22,6 @@ export const WEBGPU_RAISES: Record<string, { error: RegExp; reason: string }> = 
 };
 
 export function webgpuTol(name: string, kind: "out" | "grad", dtype: string): Tol {
-  const own = WEBGPU_TOLERANCES[name]?.[kind];
-  if (own) return own;
   const base = tolFor(name, kind);
   if (dtype === "float64") return { rtol: Math.max(base.rtol, F64_DEMOTED.rtol), atol: Math.max(base.atol, F64_DEMOTED.atol) };
   return base;
