@@ -66,6 +66,19 @@ async function loadTokenizer(dir: string): Promise<PreTrainedTokenizer | null> {
   }
 }
 
+/** A streamer that prints each new token's text as the decoded reply grows (skipping the stop tokens given). */
+function textStreamer(tok: PreTrainedTokenizer, skip: number[] = []): GenerateOptions["streamer"] {
+  let printed = "";
+  const newIds: number[] = [];
+  return ({ token }) => {
+    if (skip.includes(token)) return;
+    newIds.push(token);
+    const text = tok.decode(newIds, { skipSpecialTokens: true });
+    process.stdout.write(text.slice(printed.length));
+    printed = text;
+  };
+}
+
 /** Sampling settings: flags, else generation_config.json, else greedy. */
 async function generateOptions(v: Values, dir: string): Promise<GenerateOptions> {
   let gen: Record<string, unknown> = {};
@@ -105,16 +118,8 @@ async function cmdGenerate(v: Values): Promise<void> {
   o.compile = v.mode === "compiled";
   if (tok?.eosTokenId !== null && tok?.eosTokenId !== undefined && !model.config.eosTokenId.length) o.stopTokenIds = [tok.eosTokenId];
   if (!v.json) {
-    let printed = "";
-    const newIds: number[] = [];
-    o.streamer = ({ token }) => {
-      newIds.push(token);
-      if (tok) {
-        const text = tok.decode(newIds, { skipSpecialTokens: true });
-        process.stdout.write(text.slice(printed.length));
-        printed = text;
-      } else process.stdout.write(`${newIds.length > 1 ? "," : ""}${token}`);
-    };
+    let n = 0;
+    o.streamer = tok ? textStreamer(tok) : ({ token }) => process.stdout.write(`${n++ ? "," : ""}${token}`);
   }
   const out = await model.generate(ids, o);
   if (v.json) {
@@ -151,19 +156,7 @@ async function cmdChat(v: Values): Promise<void> {
     if (!line.trim()) continue;
     messages.push({ role: "user", content: line });
     const ids = tok.applyChatTemplate(messages, { addGenerationPrompt: true, tokenize: true });
-    let printed = "";
-    const newIds: number[] = [];
-    const out = await model.generate(ids, {
-      ...base,
-      stopTokenIds: stop,
-      streamer: ({ token }) => {
-        if (stop.includes(token)) return;
-        newIds.push(token);
-        const text = tok.decode(newIds, { skipSpecialTokens: true });
-        process.stdout.write(text.slice(printed.length));
-        printed = text;
-      },
-    });
+    const out = await model.generate(ids, { ...base, stopTokenIds: stop, streamer: textStreamer(tok, stop) });
     process.stdout.write("\n");
     messages.push({ role: "assistant", content: tok.decode(out.newTokens[0]!, { skipSpecialTokens: true }) });
     if (interactive) process.stdout.write("> ");

@@ -152,7 +152,9 @@ export async function generate(model: PreTrainedModel, input: number[] | number[
           continue;
         }
         const scores = Float64Array.from({ length: V }, (_, i) => Number((host as ArrayLike<number>)[b * V + i]));
-        const tok = chooseToken(scores, [...rows[b]!, ...newTokens[b]!], o, random);
+        // the history is read only by the repetition penalty
+        const history = (o.repetitionPenalty ?? 1) !== 1 ? [...rows[b]!, ...newTokens[b]!] : [];
+        const tok = chooseToken(scores, history, o, random);
         newTokens[b]!.push(tok);
         next.push(tok);
         o.streamer?.({ batchIndex: b, token: tok, step: t });

@@ -66,9 +66,7 @@ export class KVCache {
         // Decode: select the slot with a position mask over the whole buffer. An in-place write
         // through a narrow view would bake the view's offset into the compiled kernel (one
         // recompile per step); this keeps every decode step's kernels identical.
-        const sel = new Uint8Array(this.capacity);
-        sel[start] = 1;
-        const at = torch.tensor(sel, { dtype: "bool", device: kb.device }).reshape(this.capacity, 1);
+        const at = this.slotMask(start, kb.device);
         kb.copy_(torch.where(at, k, kb));
         vb.copy_(torch.where(at, v, vb));
       } else {
@@ -80,11 +78,23 @@ export class KVCache {
     return [kb.narrow(2, 0, n), vb.narrow(2, 0, n)];
   }
 
+  // one [capacity, 1] position mask per decode step, shared by every layer's k and v writes
+  private slot: { pos: number; device: string; mask: Tensor } | null = null;
+  private slotMask(pos: number, device: string): Tensor {
+    if (this.slot?.pos !== pos || this.slot.device !== device) {
+      const sel = new Uint8Array(this.capacity);
+      sel[pos] = 1;
+      this.slot = { pos, device, mask: torch.tensor(sel, { dtype: "bool", device }).reshape(this.capacity, 1) };
+    }
+    return this.slot.mask;
+  }
+
   advance(n: number): void {
     this.length += n;
   }
 
   dispose(): void {
     for (const t of [...this.keys, ...this.values]) t.dispose();
+    this.slot = null;
   }
 }

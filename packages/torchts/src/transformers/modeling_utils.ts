@@ -168,9 +168,9 @@ export abstract class PreTrainedModel extends nn.Module {
   mapCheckpointKey(key: string): string | null {
     return key;
   }
-  /** Keys the model has but a checkpoint may omit (tied weights). */
+  /** Keys the model has but a checkpoint may omit (a tied lm_head). */
   optionalKeys(): Set<string> {
-    return new Set();
+    return new Set(this.config.tieWordEmbeddings ? ["lm_head.weight"] : []);
   }
   get device(): string {
     return this.parameters().next().value?.device ?? "cpu";
@@ -192,6 +192,27 @@ export abstract class PreTrainedModel extends nn.Module {
       }
     }
     return torch.tensor(out, { dtype: "int64", device: this.device }).reshape(B, length);
+  }
+
+  /** What every forward derives from its inputs: the cache window, the key mask and the position ids. */
+  protected forwardInputs(inputIds: Tensor, opts: ForwardOptions) {
+    const [B, L] = inputIds.shape as [number, number];
+    const cache = opts.cache;
+    const start = cache?.length ?? 0;
+    const lk = cache ? cache.viewLength(start + L) : L;
+    const keyMask = opts.attentionMask ?? Array.from({ length: B }, () => new Array<number>(start + L).fill(1));
+    const pos = opts.positionIds ?? this.positionIdsFor(keyMask, start, L);
+    return { L, cache, start, lk, keyMask, pos };
+  }
+
+  /** Advance the cache past the L new tokens, apply the final norm and lm_head, and collect the hidden states. */
+  protected finishForward(h: Tensor, hidden: Tensor[], L: number, opts: ForwardOptions, norm: { forward(x: Tensor): Tensor }, lmHead: Linear): CausalLMOutput {
+    opts.cache?.advance(L);
+    h = norm.forward(h);
+    const logits = lmHead.forward(h); // [B, L, vocab]
+    if (!opts.outputHiddenStates) return { logits };
+    hidden.push(h);
+    return { logits, hiddenStates: hidden };
   }
 
   /** Replace every parameter with the checkpoint's tensor; errors name missing, unexpected and mis-shaped keys. */

@@ -25,7 +25,7 @@ function cli(args: string[], stdin?: string): Promise<{ code: number; stdout: st
   });
 }
 
-// Spawning is mostly waiting (tsx start-up), so the runs go 4 at a time.
+// Spawning is mostly waiting (tsx start-up), so the runs go n at a time.
 async function pool<T>(jobs: (() => Promise<T>)[], n = 4): Promise<T[]> {
   const out: T[] = new Array(jobs.length);
   let next = 0;
@@ -92,16 +92,19 @@ test("CLI --prompt and chat go through the model's tokenizer and chat template",
 });
 
 test("CLI usage errors are clear", async () => {
-  const a = await cli(["generate", "--model", fixtureDir("gpt2")]);
+  // independent runs: start them together (spawning is mostly waiting)
+  const [a, b, c, d] = await Promise.all([
+    cli(["generate", "--model", fixtureDir("gpt2")]),
+    cli(["generate", "--model", fixtureDir("gpt2"), "--prompt", "hi"]),
+    cli(["frobnicate"]),
+    cli(["logits", "--model", "/nonexistent/dir", "--input-ids", "1,2"]),
+  ]);
   assert.equal(a.code, 2);
   assert.match(a.stderr, /--prompt TEXT or --input-ids/);
-  const b = await cli(["generate", "--model", fixtureDir("gpt2"), "--prompt", "hi"]);
   assert.equal(b.code, 2);
   assert.match(b.stderr, /tokenizer\.json/);
-  const c = await cli(["frobnicate"]);
   assert.equal(c.code, 2);
   assert.match(c.stderr, /unknown command 'frobnicate'/);
-  const d = await cli(["logits", "--model", "/nonexistent/dir", "--input-ids", "1,2"]);
   assert.equal(d.code, 1);
   assert.match(d.stderr, /config\.json/);
 });

@@ -117,9 +117,6 @@ export class GPT2LMHeadModel extends PreTrainedModel {
   override tieWeights(): void {
     if (this.config.tieWordEmbeddings) this.lm_head.weight = this.transformer.wte.weight;
   }
-  override optionalKeys(): Set<string> {
-    return new Set(this.config.tieWordEmbeddings ? ["lm_head.weight"] : []);
-  }
   override mapCheckpointKey(key: string): string | null {
     if (/(^|\.)h\.\d+\.attn\.(bias|masked_bias)$/.test(key)) return null; // causal-mask buffers
     if (key === "lm_head.weight") return this.config.tieWordEmbeddings ? null : key;
@@ -130,12 +127,7 @@ export class GPT2LMHeadModel extends PreTrainedModel {
   }
 
   override forward(inputIds: Tensor, opts: ForwardOptions = {}): CausalLMOutput {
-    const [B, L] = inputIds.shape as [number, number];
-    const cache = opts.cache;
-    const start = cache?.length ?? 0;
-    const lk = cache ? cache.viewLength(start + L) : L;
-    const keyMask = opts.attentionMask ?? Array.from({ length: B }, () => new Array<number>(start + L).fill(1));
-    const pos = opts.positionIds ?? this.positionIdsFor(keyMask, start, L);
+    const { L, cache, start, lk, keyMask, pos } = this.forwardInputs(inputIds, opts);
     if (start + L > this.config.maxPositionEmbeddings)
       throw new RangeError(`GPT2LMHeadModel: sequence length ${start + L} exceeds n_positions ${this.config.maxPositionEmbeddings}`);
     const t = this.transformer;
@@ -146,11 +138,6 @@ export class GPT2LMHeadModel extends PreTrainedModel {
       h = block.forward(h, mask, cache);
       if (opts.outputHiddenStates) hidden.push(h);
     }
-    if (cache) cache.advance(L);
-    h = t.ln_f.forward(h);
-    const logits = this.lm_head.forward(h);
-    if (!opts.outputHiddenStates) return { logits };
-    hidden.push(h);
-    return { logits, hiddenStates: hidden };
+    return this.finishForward(h, hidden, L, opts, t.ln_f, this.lm_head);
   }
 }

@@ -134,9 +134,6 @@ export class LlamaForCausalLM extends PreTrainedModel {
   override tieWeights(): void {
     if (this.config.tieWordEmbeddings) this.lm_head.weight = this.model.embed_tokens.weight;
   }
-  override optionalKeys(): Set<string> {
-    return new Set(this.config.tieWordEmbeddings ? ["lm_head.weight"] : []);
-  }
   override mapCheckpointKey(key: string): string | null {
     // a tied model's lm_head is the embedding; a stored copy (if any) is redundant
     if (this.config.tieWordEmbeddings && key === "lm_head.weight") return null;
@@ -147,12 +144,7 @@ export class LlamaForCausalLM extends PreTrainedModel {
   }
 
   override forward(inputIds: Tensor, opts: ForwardOptions = {}): CausalLMOutput {
-    const [B, L] = inputIds.shape as [number, number];
-    const cache = opts.cache;
-    const start = cache?.length ?? 0;
-    const lk = cache ? cache.viewLength(start + L) : L;
-    const keyMask = opts.attentionMask ?? Array.from({ length: B }, () => new Array<number>(start + L).fill(1));
-    const pos = opts.positionIds ?? this.positionIdsFor(keyMask, start, L);
+    const { L, cache, start, lk, keyMask, pos } = this.forwardInputs(inputIds, opts);
     let h = this.model.embed_tokens.forward(inputIds); // [B, L, C]
     const dtype = h.dtype;
     const [cos, sin] = ropeCosSin(this.invFreq, pos, dtype); // [B, 1, L, hd]
@@ -168,11 +160,6 @@ export class LlamaForCausalLM extends PreTrainedModel {
       h = layer.forward(h, cos, sin, maskFor(window), cache);
       if (opts.outputHiddenStates) hidden.push(h);
     });
-    if (cache) cache.advance(L);
-    h = this.model.norm.forward(h);
-    const logits = this.lm_head.forward(h); // [B, L, vocab]
-    if (!opts.outputHiddenStates) return { logits };
-    hidden.push(h);
-    return { logits, hiddenStates: hidden };
+    return this.finishForward(h, hidden, L, opts, this.model.norm, this.lm_head);
   }
 }
