@@ -5,7 +5,7 @@ import { dirname } from "node:path";
 import * as torch from "../../packages/torchts/src/index.js";
 
 /** `--key value` and bare `--flag` (= "true"). */
-export function parseArgs(argv = process.argv.slice(2)): Record<string, string> {
+function parseArgs(argv = process.argv.slice(2)): Record<string, string> {
   const out: Record<string, string> = {};
   for (let i = 0; i < argv.length; i++) {
     if (!argv[i]!.startsWith("--")) continue;
@@ -27,7 +27,7 @@ export function numArg(a: Record<string, string>, k: string, d: number): number 
  * The device named by --device: "cpu", or "webgpu" (initialised first when this build ships the
  * WebGPU device). An unknown or unavailable device fails with torch's own error.
  */
-export async function setupDevice(name: string): Promise<string> {
+async function setupDevice(name: string): Promise<string> {
   if (name.startsWith("webgpu")) {
     // a computed path: the WebGPU module is optional in a build
     const mod = "../../packages/torchts/src/webgpu.js";
@@ -36,6 +36,30 @@ export async function setupDevice(name: string): Promise<string> {
   }
   torch.zeros(1).to(name); // raises torch's "Expected one of the registered device types ..." for unknown devices
   return name;
+}
+
+/**
+ * The trainers' common start: parse the flags, set up --device (default cpu), the eager --mode
+ * (default strict) and the --seed.
+ */
+export async function setupRun(defaultSeed = 0): Promise<{ args: Record<string, string>; device: string }> {
+  const args = parseArgs();
+  const device = await setupDevice(args.device ?? "cpu");
+  torch.setEagerMode((args.mode as torch.EagerMode) ?? "strict");
+  torch.manualSeed(numArg(args, "seed", defaultSeed));
+  return { args, device };
+}
+
+/** A small seeded PRNG for the generated datasets (keeps torch's RNG free for training). */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }
 
 function fmtTime(s: number): string {
@@ -48,7 +72,7 @@ function fmtTime(s: number): string {
  * only run between macrotasks; a loop whose awaits all resolve immediately (cpu reads) would
  * otherwise keep every step's buffers alive.
  */
-export function yieldToEventLoop(): Promise<void> {
+function yieldToEventLoop(): Promise<void> {
   return new Promise((r) => setImmediate(r));
 }
 
@@ -87,14 +111,14 @@ export class Progress {
   }
 }
 
-export interface TrainState {
+interface TrainState {
   step: number;
   losses: number[];
   [k: string]: unknown;
 }
 
 /** Save model + optimizer + RNG + state atomically (a kill mid-write keeps the previous file). */
-export async function saveCheckpoint(
+async function saveCheckpoint(
   path: string,
   model: InstanceType<typeof torch.nn.Module>,
   opt: InstanceType<typeof torch.optim.Optimizer>,
@@ -105,7 +129,7 @@ export async function saveCheckpoint(
 }
 
 /** Restore what saveCheckpoint wrote; returns null when there is no checkpoint. */
-export async function loadCheckpoint(
+async function loadCheckpoint(
   path: string,
   model: InstanceType<typeof torch.nn.Module>,
   opt: InstanceType<typeof torch.optim.Optimizer>,
@@ -133,6 +157,28 @@ export async function resumeIfAsked(
   if (!s) return { start: 0, losses: [] };
   console.log(`resumed from ${path} at step ${s.step}`);
   return { start: s.step, losses: s.losses };
+}
+
+/**
+ * The end of a training step: record the loss, advance the bar, and checkpoint every `every`
+ * steps and at the last one.
+ */
+export async function recordStep(
+  step: number,
+  loss: torch.Tensor,
+  itemsThisStep: number,
+  r: {
+    bar: Progress;
+    losses: number[];
+    every: number;
+    path: string;
+    model: InstanceType<typeof torch.nn.Module>;
+    opt: InstanceType<typeof torch.optim.Optimizer>;
+  },
+): Promise<void> {
+  r.losses.push(await loss.item());
+  await r.bar.update(step, r.losses[r.losses.length - 1]!, itemsThisStep);
+  if (step % r.every === 0 || step === r.bar.total) await saveCheckpoint(r.path, r.model, r.opt, { step, losses: r.losses });
 }
 
 /** Mean of the last k values. */

@@ -2,7 +2,7 @@
 // ids per categorical table. The true click logit is linear in the dense features, adds a
 // per-id effect for every id, and a dot product between the latent vectors of tables 0 and 1
 // (a feature interaction, which DLRM's dot-interaction layer can represent).
-import { mulberry32 } from "../resnet/shapes.js";
+import { mulberry32 } from "../common/train_utils.js";
 
 export interface ClickData {
   dense: Float32Array; // [n, nDense]

@@ -3,20 +3,17 @@
 //   npm run example:dlrm -- [--steps 500] [--batch-size 256] [--train-size 200000] [--test-size 5000]
 //     [--lr 0.005] [--device cpu|webgpu] [--checkpoint checkpoints/dlrm.pt] [--resume] [--ckpt-every 100]
 import * as torch from "../../packages/torchts/src/index.js";
-import { resumeIfAsked, numArg, parseArgs, Progress, saveCheckpoint, setupDevice, tailMean } from "../common/train_utils.js";
+import { numArg, Progress, recordStep, resumeIfAsked, setupRun, tailMean } from "../common/train_utils.js";
 import { auc, makeClicks } from "./data.js";
 import { DLRM } from "./model.js";
 
-const A = parseArgs();
+const { args: A, device } = await setupRun();
 const steps = numArg(A, "steps", 500);
 const batchSize = numArg(A, "batch-size", 256);
 const nTrain = numArg(A, "train-size", 200000);
 const nTest = numArg(A, "test-size", 5000);
 const ckptEvery = numArg(A, "ckpt-every", 100);
 const ckpt = A.checkpoint ?? "checkpoints/dlrm.pt";
-const device = await setupDevice(A.device ?? "cpu");
-torch.setEagerMode((A.mode as torch.EagerMode) ?? "strict");
-torch.manualSeed(numArg(A, "seed", 0));
 
 const nDense = 8;
 const tables = [100, 300, 1000, 50];
@@ -37,9 +34,7 @@ const bayesAuc = auc(testRaw.probs, testRaw.labels);
 const model = new DLRM({ nDense, tableSizes: tables, embDim: 16, bottom: [32], top: [32, 16] });
 if (device !== "cpu") model.to(device);
 const opt = new torch.optim.Adam(model.parameters(), { lr: numArg(A, "lr", 0.005) });
-const resumed = await resumeIfAsked(A, ckpt, model, opt, device);
-const start = resumed.start;
-let losses: number[] = resumed.losses;
+const { start, losses } = await resumeIfAsked(A, ckpt, model, opt, device);
 const nParams = [...model.parameters()].reduce((s, p) => s + p.numel(), 0);
 console.log(`DLRM: ${nParams.toLocaleString()} parameters, ${tables.length} embedding tables ${JSON.stringify(tables)}, ${steps} steps of ${batchSize} on ${device}`);
 
@@ -57,6 +52,7 @@ async function testAuc(): Promise<number> {
 const auc0 = await testAuc();
 console.log(`initial test AUC ${auc0.toFixed(4)} (Bayes-optimal ${bayesAuc.toFixed(4)})`);
 const bar = new Progress(steps, "samples", start + 1);
+const run = { bar, losses, every: ckptEvery, path: ckpt, model, opt };
 for (let step = start + 1; step <= steps; step++) {
   const idx = torch.randint(0, nTrain, [batchSize]);
   const logits = model.forward(train.dense.index(idx).to(device), train.sparse.map((s) => s.index(idx).to(device)));
@@ -64,9 +60,7 @@ for (let step = start + 1; step <= steps; step++) {
   opt.zeroGrad();
   loss.backward();
   opt.step();
-  losses.push(await loss.item());
-  await bar.update(step, losses[losses.length - 1]!, batchSize);
-  if (step % ckptEvery === 0 || step === steps) await saveCheckpoint(ckpt, model, opt, { step, losses });
+  await recordStep(step, loss, batchSize, run);
 }
 bar.end();
 const finalAuc = await testAuc();

@@ -7,10 +7,10 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as torch from "../../packages/torchts/src/index.js";
-import { resumeIfAsked, numArg, parseArgs, Progress, saveCheckpoint, setupDevice } from "../common/train_utils.js";
+import { numArg, Progress, recordStep, resumeIfAsked, setupRun } from "../common/train_utils.js";
 import { CausalLM, makeConfig, savePretrained, type HFConfig } from "./model.js";
 
-const A = parseArgs();
+const { args: A, device } = await setupRun(1337);
 const arch = (A.arch ?? "llama") as HFConfig["model_type"];
 if (!["llama", "qwen2", "qwen3"].includes(arch)) throw new Error(`--arch must be llama, qwen2 or qwen3, got '${arch}'`);
 const steps = numArg(A, "steps", 120);
@@ -19,9 +19,6 @@ const blockSize = numArg(A, "block-size", 64);
 const ckptEvery = numArg(A, "ckpt-every", 40);
 const out = A.out ?? `checkpoints/${arch}-shakespeare`;
 const ckpt = A.checkpoint ?? `checkpoints/${arch}.pt`;
-const device = await setupDevice(A.device ?? "cpu");
-torch.setEagerMode((A.mode as torch.EagerMode) ?? "strict");
-torch.manualSeed(numArg(A, "seed", 1337));
 
 const text = readFileSync(new URL("../data/tinyshakespeare.txt", import.meta.url), "utf8");
 const chars = [...new Set(text)].sort();
@@ -54,9 +51,7 @@ const opt = new torch.optim.AdamW(model.parameters(), { lr: numArg(A, "lr", 3e-3
 const amp = A.amp === "bf16" ? "bfloat16" : A.amp === "fp16" ? "float16" : null;
 if (A.amp && !amp) throw new Error(`--amp must be bf16 or fp16, got '${A.amp}'`);
 const scaler = new torch.amp.GradScaler(device, { enabled: amp === "float16" });
-const resumed = await resumeIfAsked(A, ckpt, model, opt, device);
-const start = resumed.start;
-let losses: number[] = resumed.losses;
+const { start, losses } = await resumeIfAsked(A, ckpt, model, opt, device);
 const nParams = [...model.parameters()].reduce((s, p) => s + p.numel(), 0);
 console.log(`${config.architectures[0]}: ${nParams.toLocaleString()} parameters, vocab ${chars.length}, ${steps} steps of ${batchSize}x${blockSize} tokens on ${device}${amp ? ` (autocast ${amp})` : ""}`);
 
@@ -71,6 +66,7 @@ const evalLoss = async () => torch.noGrad(() => model.forward(valX, valY).loss!)
 const startVal = await evalLoss();
 console.log(`initial val loss ${startVal.toFixed(4)}`);
 const bar = new Progress(steps, "tok", start + 1);
+const run = { bar, losses, every: ckptEvery, path: ckpt, model, opt };
 for (let step = start + 1; step <= steps; step++) {
   const [x, y] = batch(train);
   const { loss } = amp ? torch.autocast(device, () => model.forward(x, y), { dtype: amp }) : model.forward(x, y);
@@ -80,9 +76,7 @@ for (let step = start + 1; step <= steps; step++) {
   torch.nn.utils.clipGradNorm_([...model.parameters()], 1.0);
   await scaler.step(opt);
   await scaler.update();
-  losses.push(await loss!.item());
-  await bar.update(step, losses[losses.length - 1]!, batchSize * blockSize);
-  if (step % ckptEvery === 0 || step === steps) await saveCheckpoint(ckpt, model, opt, { step, losses });
+  await recordStep(step, loss!, batchSize * blockSize, run);
 }
 bar.end();
 const endVal = await evalLoss();

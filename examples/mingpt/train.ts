@@ -5,29 +5,15 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import * as torch from "../../packages/torchts/src/index.js";
+import { numArg, Progress, setupRun } from "../common/train_utils.js";
 import { GPT } from "./model.js";
 
-function args(): Record<string, string> {
-  const out: Record<string, string> = {};
-  const a = process.argv.slice(2);
-  for (let i = 0; i < a.length; i++) {
-    if (!a[i]!.startsWith("--")) continue;
-    const k = a[i]!.slice(2);
-    const v = a[i + 1] && !a[i + 1]!.startsWith("--") ? a[++i]! : "true";
-    out[k] = v;
-  }
-  return out;
-}
-
-const A = args();
-const num = (k: string, d: number) => (A[k] !== undefined ? Number(A[k]) : d);
+const { args: A, device } = await setupRun(1337);
+const num = (k: string, d: number) => numArg(A, k, d);
 const steps = num("steps", 400);
 const batchSize = num("batch-size", 16);
 const blockSize = num("block-size", 64);
-const device = A.device ?? "cpu";
 const ckpt = A.checkpoint ?? "checkpoints/mingpt.safetensors";
-torch.setEagerMode((A.mode as torch.EagerMode) ?? "strict");
-torch.manualSeed(num("seed", 1337));
 
 const text = readFileSync(new URL("../data/tinyshakespeare.txt", import.meta.url), "utf8");
 const chars = [...new Set(text)].sort();
@@ -71,18 +57,9 @@ async function evalLoss(src: torch.Tensor, iters = 4): Promise<number> {
   return s / iters;
 }
 
-function bar(step: number, total: number, loss: number, tokPerS: number, etaS: number): string {
-  const w = 24;
-  const filled = Math.round((w * step) / total);
-  const eta = etaS >= 60 ? `${Math.floor(etaS / 60)}m${String(Math.round(etaS % 60)).padStart(2, "0")}s` : `${etaS.toFixed(0)}s`;
-  return `[${"#".repeat(filled)}${".".repeat(w - filled)}] step ${step}/${total} loss ${loss.toFixed(4)} ${tokPerS.toFixed(0)} tok/s ETA ${eta}`;
-}
-
 const startVal = await evalLoss(val);
 console.log(`initial val loss ${startVal.toFixed(4)}`);
-const t0 = performance.now();
-let lossEma = 0;
-const tty = process.stderr.isTTY;
+const bar = new Progress(steps, "tok");
 for (let step = 1; step <= steps; step++) {
   const [x, y] = batch(train);
   const { loss } = model.forward(x, y);
@@ -90,16 +67,11 @@ for (let step = 1; step <= steps; step++) {
   loss!.backward();
   torch.nn.utils.clipGradNorm_([...model.parameters()], 1.0);
   opt.step();
-  const l = await loss!.item();
-  lossEma = step === 1 ? l : 0.9 * lossEma + 0.1 * l;
-  const el = (performance.now() - t0) / 1000;
-  const line = bar(step, steps, lossEma, (step * batchSize * blockSize) / el, (el / step) * (steps - step));
-  if (tty) process.stderr.write(`\r${line}`);
-  else if (step % Math.max(1, Math.floor(steps / 10)) === 0 || step === steps) console.log(line);
+  await bar.update(step, await loss!.item(), batchSize * blockSize);
 }
-if (tty) process.stderr.write("\n");
+bar.end();
 const endVal = await evalLoss(val);
-console.log(`val loss ${startVal.toFixed(4)} -> ${endVal.toFixed(4)} after ${steps} steps (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+console.log(`val loss ${startVal.toFixed(4)} -> ${endVal.toFixed(4)} after ${steps} steps (${bar.elapsed().toFixed(1)} s)`);
 
 mkdirSync(dirname(ckpt), { recursive: true });
 const sd: Record<string, torch.Tensor> = {};

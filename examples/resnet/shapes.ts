@@ -2,18 +2,9 @@
 // cross) of random size, position and colour on a random dark background with pixel noise.
 // Deterministic from a seed (its own PRNG, so torch's RNG stays free for training).
 
-export const CLASSES = ["circle", "square", "triangle", "cross"] as const;
+import { mulberry32 } from "../common/train_utils.js";
 
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const CLASSES = ["circle", "square", "triangle", "cross"] as const;
 
 function inside(cls: number, dx: number, dy: number, r: number): boolean {
   switch (cls) {

@@ -6,10 +6,10 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as torch from "../../packages/torchts/src/index.js";
-import { resumeIfAsked, numArg, parseArgs, Progress, saveCheckpoint, setupDevice, tailMean } from "../common/train_utils.js";
+import { numArg, Progress, recordStep, resumeIfAsked, setupRun, tailMean } from "../common/train_utils.js";
 import { CLASSES, makeShapes } from "./shapes.js";
 
-const A = parseArgs();
+const { args: A, device } = await setupRun();
 const steps = numArg(A, "steps", 150);
 const batchSize = numArg(A, "batch-size", 32);
 const size = numArg(A, "image-size", 32);
@@ -17,9 +17,6 @@ const nTrain = numArg(A, "train-size", 4000);
 const nTest = numArg(A, "test-size", 500);
 const ckptEvery = numArg(A, "ckpt-every", 50);
 const ckpt = A.checkpoint ?? "checkpoints/resnet.pt";
-const device = await setupDevice(A.device ?? "cpu");
-torch.setEagerMode((A.mode as torch.EagerMode) ?? "strict");
-torch.manualSeed(numArg(A, "seed", 0));
 
 const toTensor = (d: { images: Float32Array; labels: number[] }, n: number) => ({
   x: torch.tensor(d.images, { dtype: "float32" }).reshape(n, 3, size, size),
@@ -38,9 +35,7 @@ const model = new torch.vision.ResNet(torch.vision.BasicBlock, [1, 1, 1, 1], {
 });
 if (device !== "cpu") model.to(device);
 const opt = new torch.optim.Adam(model.parameters(), { lr: numArg(A, "lr", 2e-3) });
-const resumed = await resumeIfAsked(A, ckpt, model, opt, device);
-const start = resumed.start;
-let losses: number[] = resumed.losses;
+const { start, losses } = await resumeIfAsked(A, ckpt, model, opt, device);
 const nParams = [...model.parameters()].reduce((s, p) => s + p.numel(), 0);
 console.log(`ResNet (BasicBlock [1,1,1,1]): ${nParams.toLocaleString()} parameters, ${CLASSES.length} classes, ${steps} steps of ${batchSize} ${size}x${size} images on ${device}`);
 
@@ -59,6 +54,7 @@ async function accuracy(): Promise<number> {
 const acc0 = await accuracy();
 console.log(`initial test accuracy ${(100 * acc0).toFixed(1)}%`);
 const bar = new Progress(steps, "img", start + 1);
+const run = { bar, losses, every: ckptEvery, path: ckpt, model, opt };
 for (let step = start + 1; step <= steps; step++) {
   const idx = torch.randint(0, nTrain, [batchSize]);
   const x = norm(train.x.index(idx)).to(device);
@@ -67,9 +63,7 @@ for (let step = start + 1; step <= steps; step++) {
   opt.zeroGrad();
   loss.backward();
   opt.step();
-  losses.push(await loss.item());
-  await bar.update(step, losses[losses.length - 1]!, batchSize);
-  if (step % ckptEvery === 0 || step === steps) await saveCheckpoint(ckpt, model, opt, { step, losses });
+  await recordStep(step, loss, batchSize, run);
 }
 bar.end();
 const acc = await accuracy();

@@ -6,12 +6,11 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import * as torch from "../../packages/torchts/src/index.js";
-import { resumeIfAsked, numArg, parseArgs, Progress, saveCheckpoint, setupDevice, tailMean } from "../common/train_utils.js";
-import { mulberry32 } from "../resnet/shapes.js";
+import { mulberry32, numArg, Progress, recordStep, resumeIfAsked, setupRun, tailMean } from "../common/train_utils.js";
 import { Diffusion, UNet } from "./model.js";
 import { gridPng } from "./png.js";
 
-const A = parseArgs();
+const { args: A, device } = await setupRun();
 const steps = numArg(A, "steps", 200);
 const batchSize = numArg(A, "batch-size", 16);
 const size = numArg(A, "image-size", 16);
@@ -19,9 +18,6 @@ const nSamples = numArg(A, "samples", 16);
 const ckptEvery = numArg(A, "ckpt-every", 100);
 const ckpt = A.checkpoint ?? "checkpoints/unet.pt";
 const outPng = A.out ?? "checkpoints/unet_samples.png";
-const device = await setupDevice(A.device ?? "cpu");
-torch.setEagerMode((A.mode as torch.EagerMode) ?? "strict");
-torch.manualSeed(numArg(A, "seed", 0));
 
 /** n images [n, 1, size, size] in {-1, 1}: one filled circle, square or ring each. */
 function makeImages(n: number, seed: number): torch.Tensor {
@@ -50,13 +46,12 @@ const diffusion = new Diffusion(numArg(A, "T", 50));
 const model = new UNet(1, numArg(A, "base", 8));
 if (device !== "cpu") model.to(device);
 const opt = new torch.optim.Adam(model.parameters(), { lr: numArg(A, "lr", 2e-3) });
-const resumed = await resumeIfAsked(A, ckpt, model, opt, device);
-const start = resumed.start;
-let losses: number[] = resumed.losses;
+const { start, losses } = await resumeIfAsked(A, ckpt, model, opt, device);
 const nParams = [...model.parameters()].reduce((s, p) => s + p.numel(), 0);
 console.log(`DDPM UNet: ${nParams.toLocaleString()} parameters, T=${diffusion.T}, ${steps} steps of ${batchSize} ${size}x${size} images on ${device}`);
 
 const bar = new Progress(steps, "img", start + 1);
+const run = { bar, losses, every: ckptEvery, path: ckpt, model, opt };
 for (let step = start + 1; step <= steps; step++) {
   const x0 = data.index(torch.randint(0, nData, [batchSize])).to(device);
   const t = torch.randint(0, diffusion.T, [batchSize]).to(device);
@@ -65,9 +60,7 @@ for (let step = start + 1; step <= steps; step++) {
   opt.zeroGrad();
   loss.backward();
   opt.step();
-  losses.push(await loss.item());
-  await bar.update(step, losses[losses.length - 1]!, batchSize);
-  if (step % ckptEvery === 0 || step === steps) await saveCheckpoint(ckpt, model, opt, { step, losses });
+  await recordStep(step, loss, batchSize, run);
 }
 bar.end();
 console.log(`noise-prediction loss ${losses[0]?.toFixed(4)} -> ${tailMean(losses, 20).toFixed(4)} after ${steps} steps (${bar.elapsed().toFixed(1)} s); saved ${ckpt}`);

@@ -35,14 +35,12 @@ export class Adam extends Optimizer {
     const { lr, eps, weightDecay: wd } = g;
     for (const p of g.params) {
       if (!p.grad) continue;
-      let grad: Tensor = g.maximize ? M.neg(p.grad) : p.grad;
-      const st = this._state(p);
-      if (st.step === undefined) {
-        st.step = 0;
+      let grad = this._grad(p, g);
+      const st = this._state(p, (st) => {
         st.expAvg = zerosLike(p);
         st.expAvgSq = zerosLike(p);
         if (g.amsgrad) st.maxExpAvgSq = zerosLike(p);
-      }
+      });
       const step = ++st.step;
       if (wd !== 0) {
         if (this.decoupled) p.mul_(1 - lr * wd);

@@ -3,6 +3,7 @@
 // implement `_update()`; step() runs it under noGrad, so parameters update in place.
 import { enableGrad, noGrad } from "../autograd/grad_mode.js";
 import { Tensor } from "../tensor.js";
+import * as M from "../ops/math.js";
 import * as S from "../ops/shape_ops.js";
 import { zerosLike } from "../ops/creation.js";
 
@@ -79,10 +80,20 @@ export abstract class Optimizer {
   /** Update every parameter of the group that has a gradient (grad mode is off). */
   protected abstract _updateGroup(group: ParamGroup): void;
 
-  protected _state(p: Tensor): ParamState {
+  /** p's state; with `init`, a state without a step starts at step 0 and is filled by `init`. */
+  protected _state(p: Tensor, init?: (s: ParamState) => void): ParamState {
     let s = this.state.get(p);
     if (!s) this.state.set(p, (s = {}));
+    if (init && s.step === undefined) {
+      s.step = 0;
+      init(s);
+    }
     return s;
+  }
+
+  /** p's gradient (p.grad must be set), negated when the group maximizes. */
+  protected _grad(p: Tensor, g: ParamGroup): Tensor {
+    return g.maximize ? M.neg(p.grad!) : p.grad!;
   }
 
   stateDict(): OptimizerStateDict {

@@ -28,14 +28,12 @@ export class RMSprop extends Optimizer {
     const { lr, alpha, eps, momentum, centered } = g;
     for (const p of g.params) {
       if (!p.grad) continue;
-      let grad: Tensor = g.maximize ? M.neg(p.grad) : p.grad;
-      const st = this._state(p);
-      if (st.step === undefined) {
-        st.step = 0;
+      let grad = this._grad(p, g);
+      const st = this._state(p, (st) => {
         st.squareAvg = zerosLike(p);
         if (momentum > 0) st.momentumBuffer = zerosLike(p);
         if (centered) st.gradAvg = zerosLike(p);
-      }
+      });
       st.step++;
       if (g.weightDecay !== 0) grad = M.add(grad, p, { alpha: g.weightDecay });
       const sq = st.squareAvg as Tensor;
@@ -85,7 +83,7 @@ export class Adagrad extends Optimizer {
   protected _updateGroup(g: ParamGroup): void {
     for (const p of g.params) {
       if (!p.grad) continue;
-      let grad: Tensor = g.maximize ? M.neg(p.grad) : p.grad;
+      let grad = this._grad(p, g);
       const st = this._state(p);
       st.sum ??= fullLike(p, g.initialAccumulatorValue);
       const step = (st.step = (st.step ?? 0) + 1);

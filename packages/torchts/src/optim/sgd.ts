@@ -26,7 +26,7 @@ export class SGD extends Optimizer {
   protected _updateGroup(g: ParamGroup): void {
     for (const p of g.params) {
       if (!p.grad) continue;
-      let dp: Tensor = g.maximize ? M.neg(p.grad) : p.grad;
+      let dp = this._grad(p, g);
       if (g.weightDecay !== 0) dp = M.add(dp, p, { alpha: g.weightDecay });
       if (g.momentum !== 0) {
         const st = this._state(p);
