@@ -53,11 +53,6 @@ export function resetCompileStats(): void {
   stats.recompileReasons = [];
 }
 
-interface Entry {
-  parts: GuardParts;
-  calls: number;
-}
-
 const AsyncFunction = (async () => {}).constructor;
 
 function storagesIn(x: unknown, out: Storage[] = [], depth = 0): Storage[] {
@@ -80,26 +75,24 @@ export function compile(target: unknown, options: CompileOptions = {}): (...args
       `torch.compile: '${name}' is an async function. A compiled step must be synchronous: do the awaits (item(), data()) after calling it`,
     );
   const modules = [...(mod ? [mod] : []), ...(options.modules ?? [])];
-  const entries = new Map<string, Entry>();
+  const entries = new Set<string>(); // guard keys of the compiled entries
   let last: GuardParts | null = null;
 
   return function compiled(...rawArgs: unknown[]): unknown {
     const args = options.dynamic?.length ? padToBuckets(rawArgs, options.dynamic, name) : rawArgs;
     const parts = guardParts(args, modules);
     const key = guardKey(parts);
-    let entry = entries.get(key);
-    const fresh = entry === undefined;
-    if (!entry) {
+    const fresh = !entries.has(key);
+    if (fresh) {
       if (last) {
         const why = `${name}: ${guardDiff(last, parts)}`;
         stats.recompiles++;
         stats.recompileReasons.push(why);
         log("recompiles", `recompiling ${why}`);
       }
-      entries.set(key, (entry = { parts, calls: 0 }));
+      entries.add(key);
     } else stats.hits++;
     last = parts;
-    entry.calls++;
     const gen0 = cacheStats().codegen;
     const plans0 = schedulerStats().planMisses;
     const out = withEagerMode("fused", () => {

@@ -199,11 +199,12 @@ export function sumToShape(g: Tensor, shape: Shape): Tensor {
 // ---------------- elementwise primitives ----------------
 
 const SAVE_Y = new Set<UnaryOp>(["exp", "sqrt", "rsqrt", "tan", "tanh", "sigmoid", "expm1", "reciprocal", "exp2"]);
-const NO_SAVE = new Set<UnaryOp>(["identity", "neg", "frac"]);
-const NONDIFF_UNARY = new Set<UnaryOp>(["sign", "floor", "ceil", "round", "trunc", "not", "bitnot", "isnan", "isinf"]);
+const NO_SAVE = new Set<UnaryOp>(["identity", "neg", "frac", "sign", "floor", "ceil", "round", "trunc"]);
 
 type UVjp = (g: Tensor, x: Tensor, y: Tensor) => Tensor;
 const LN2 = Math.LN2;
+// piecewise-constant ops: as in PyTorch, backward through them works and yields zeros (not g * 0, which keeps NaN)
+const stepGrad: UVjp = (g) => M._zerosLike(g);
 const UNARY_GRAD: Record<UnaryOp, UVjp | null> = {
   identity: (g) => g,
   neg: (g) => M.neg(g),
@@ -217,11 +218,11 @@ const UNARY_GRAD: Record<UnaryOp, UVjp | null> = {
   tanh: (g, _x, y) => M.mul(g, M.rsub(M.mul(y, y), 1)),
   sigmoid: (g, _x, y) => M.mul(g, M.mul(y, M.rsub(y, 1))),
   abs: (g, x) => M.mul(g, M.sign(x)),
-  sign: null,
-  floor: null,
-  ceil: null,
-  round: null,
-  trunc: null,
+  sign: stepGrad,
+  floor: stepGrad,
+  ceil: stepGrad,
+  round: stepGrad,
+  trunc: stepGrad,
   erf: (g, x) => M.mul(g, M.mul(M.exp(M.neg(M.mul(x, x))), 2 / Math.sqrt(Math.PI))),
   expm1: (g, _x, y) => M.mul(g, M.add(y, 1)),
   log1p: (g, x) => M.div(g, M.add(x, 1)),
@@ -247,7 +248,7 @@ export function unary(op: UnaryOp, x: Tensor): Tensor {
   const boolOut = op === "not" || op === "isnan" || op === "isinf";
   const out = prim("unary", { op }, [x], x.shape, boolOut ? "bool" : x.dtype, dev(x));
   const rule = UNARY_GRAD[op];
-  if (!rule || NONDIFF_UNARY.has(op)) return out;
+  if (!rule) return out;
   // save only what the gradient reads, so in-place updates of unneeded values stay legal
   const saved = NO_SAVE.has(op) ? [null, null] : SAVE_Y.has(op) ? [null, out] : [x, null];
   return attach(out, `${cap(op)}Backward0`, [x], saved, ([g], [xs, ys]) => [rule(g!, xs!, ys!)]);

@@ -4,7 +4,7 @@
 // Host reads: nonzero/bool masks must know how many elements they select, and int index
 // tensors on host-readable devices are bounds-checked on the host so errors name the
 // index like PyTorch; both synchronize (flush pending work) when the index is not ready.
-import type { DType } from "../ir/dtype.js";
+import { isFloating, type DType } from "../ir/dtype.js";
 import { broadcastShapes, normDim, numel, sameShape, shapeStr, type Shape } from "../ir/shape.js";
 import { withOp } from "../runtime/mode.js";
 import { isGradEnabled } from "../autograd/grad_mode.js";
@@ -248,10 +248,19 @@ function placeB(t: Tensor, p: AdvPlan, inverse: boolean): Tensor {
     ...Array.from({ length: nb }, (_, i) => i),
     ...Array.from({ length: p.rest.length - p.front }, (_, i) => nb + p.front + i),
   ];
-  if (!inverse) return S.permute(t, order);
-  const inv = new Array<number>(order.length);
-  order.forEach((o, i) => (inv[o] = i));
-  return S.permute(t, inv);
+  return S.permute(t, inverse ? invertPerm(order) : order);
+}
+
+function invertPerm(perm: number[]): number[] {
+  const inv = new Array<number>(perm.length);
+  perm.forEach((d, i) => (inv[d] = i));
+  return inv;
+}
+
+/** sum / max(cnt, 1) in sum's dtype: the mean of duplicate writes (truncated for integers). */
+function meanOfWrites(sum: Tensor, cnt: Tensor): Tensor {
+  const c = cast(M.clamp(cnt, 1), sum.dtype);
+  return isFloating(sum.dtype) ? M.div(sum, c) : M.div(sum, c, { roundingMode: "trunc" });
 }
 
 function resultShape(p: AdvPlan): number[] {
@@ -288,12 +297,9 @@ function advancedPut(x: Tensor, adv: Adv[], values: Tensor, accumulate: boolean)
   else {
     const sum = scatterAddPrim(full([p.nA, p.nR], 0, { dtype: work, device: x.device }), 0, idx, v2);
     const cnt = scatterAddPrim(full([p.nA, 1], 0, { dtype: work, device: x.device }), 0, reshape(p.lin, [nB, 1]), full([nB, 1], 1, { dtype: work, device: x.device }));
-    const mean = work.startsWith("float") || work === "bfloat16" ? M.div(sum, M.clamp(cnt, 1)) : M.div(sum, M.clamp(cnt, 1), { roundingMode: "trunc" });
-    out2 = wherePrim(M.gt(cnt, 0), mean, x2);
+    out2 = wherePrim(M.gt(cnt, 0), meanOfWrites(sum, cnt), x2);
   }
-  const inv = new Array<number>(p.perm.length);
-  p.perm.forEach((d, i) => (inv[d] = i));
-  const out = S.permute(reshape(out2, p.perm.map((d) => x.shape[d]!)), inv);
+  const out = S.permute(reshape(out2, p.perm.map((d) => x.shape[d]!)), invertPerm(p.perm));
   return cast(out, x.dtype);
 }
 
@@ -496,16 +502,13 @@ export function scatter(x: Tensor, dim: number, index: Tensor, src: TensorLike, 
       const zs = scatterAddPrim(zeros("int32"), d, index, cast(M.eq(f, 0), "int32"));
       let prod = M.mul(M.exp(logs), M.where(M.eq(M.remainder(negs, 2), 1), -1, 1));
       prod = M.where(M.gt(zs, 0), 0, prod);
-      const isF = x.dtype.startsWith("float") || x.dtype === "bfloat16";
       const r = M.mul(cast(x, "float64"), prod);
-      return wherePrim(hit, cast(isF ? r : M.round(r), x.dtype), x);
+      return wherePrim(hit, cast(isFloating(x.dtype) ? r : M.round(r), x.dtype), x);
     }
     if (opts.reduce !== undefined) throw new RangeError(`scatter: reduce argument must be either add or multiply (got ${String(opts.reduce)})`);
     const work: DType = x.dtype === "bool" ? "int32" : x.dtype;
     const sum = scatterAddPrim(zeros(work), d, index, cast(s, work));
-    const c = cast(M.clamp(cnt, 1), work);
-    const mean = work.startsWith("float") || work === "bfloat16" ? M.div(sum, c) : M.div(sum, c, { roundingMode: "trunc" });
-    return wherePrim(hit, cast(mean, x.dtype), x);
+    return wherePrim(hit, cast(meanOfWrites(sum, cnt), x.dtype), x);
   });
 }
 

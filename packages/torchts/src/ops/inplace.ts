@@ -12,7 +12,7 @@ function checkLeaf(t: Tensor, name: string): void {
   if (!isGradEnabled()) return;
   if (t.isLeaf && t._requiresGrad)
     throw new Error(`${name}: a leaf Variable that requires grad is being used in an in-place operation.`);
-  for (let b = t._viewParent ?? t._base; b; b = b._viewParent ?? (b === t._base ? null : b._base))
+  for (let b = t._viewParent ?? t._base; b; b = b._viewParent ?? b._base)
     if (b.isLeaf && b._requiresGrad)
       throw new Error(`${name}: a view of a leaf Variable that requires grad is being used in an in-place operation.`);
 }

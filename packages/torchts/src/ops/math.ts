@@ -3,7 +3,7 @@ import { getDefaultDtype, isFloating, resultType, scalarDtype, type DType, type 
 import type { BinaryOp, UnaryOp } from "../ir/prims.js";
 import { withOp } from "../runtime/mode.js";
 import { Tensor, type TensorLike } from "../tensor.js";
-import { attach, binary, cast, scalarTensor, unary, where as wherePrim } from "./core.js";
+import { binary, cast, scalarTensor, unary, where as wherePrim } from "./core.js";
 import { full, zerosLike, onesLike } from "./creation.js";
 
 /** zeros of a given dtype/device, for gradient formulas. */
@@ -165,37 +165,24 @@ export const frac = fun("frac");
 export function log10(x: Tensor): Tensor {
   return withOp("log10", () => mul(log(x), 1 / Math.LN10));
 }
-// Piecewise-constant ops: PyTorch gives their outputs a grad_fn whose gradient is all zeros
-// (backward through them works and yields 0), while the unary primitive cuts the graph.
-function stepOp(op: UnaryOp, node: string) {
-  return (x: Tensor): Tensor =>
-    withOp(op, () => attach(unary(op, x), node, [x], [], ([g]) => [zerosLike(g!)]));
-}
-const signStep = stepOp("sign", "SignBackward0");
-const floorStep = stepOp("floor", "FloorBackward0");
-const ceilStep = stepOp("ceil", "CeilBackward0");
-const roundStep = stepOp("round", "RoundBackward0");
-const truncStep = stepOp("trunc", "TruncBackward0");
 export const neg = keepInt("neg");
 export const abs = keepInt("abs");
-export function sign(x: Tensor): Tensor {
-  return isFloating(x.dtype) ? signStep(x) : withOp("sign", () => unary("sign", x));
-}
+export const sign = keepInt("sign");
 export function floor(x: Tensor): Tensor {
-  return isFloating(x.dtype) ? floorStep(x) : x.clone();
+  return isFloating(x.dtype) ? withOp("floor", () => unary("floor", x)) : x.clone();
 }
 export function ceil(x: Tensor): Tensor {
-  return isFloating(x.dtype) ? ceilStep(x) : x.clone();
+  return isFloating(x.dtype) ? withOp("ceil", () => unary("ceil", x)) : x.clone();
 }
 export function round(x: Tensor, opts: { decimals?: number } = {}): Tensor {
   if (!isFloating(x.dtype)) return x.clone();
   const dec = opts.decimals ?? 0;
-  if (dec === 0) return roundStep(x);
+  if (dec === 0) return withOp("round", () => unary("round", x));
   const s = 10 ** dec;
-  return div(roundStep(mul(x, s)), s);
+  return div(unary("round", mul(x, s)), s);
 }
 export function trunc(x: Tensor): Tensor {
-  return isFloating(x.dtype) ? truncStep(x) : x.clone();
+  return isFloating(x.dtype) ? withOp("trunc", () => unary("trunc", x)) : x.clone();
 }
 export const fix = trunc;
 export function isnan(x: Tensor): Tensor {

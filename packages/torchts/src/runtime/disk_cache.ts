@@ -78,8 +78,3 @@ export function diskPut(key: string, source: string): void {
     log("cache", `disk write failed for ${f}: ${(err as Error).message}`);
   }
 }
-
-/** Flip a byte of every entry: what the corruption test uses. */
-export function entryPath(key: string): string {
-  return fileFor(key);
-}

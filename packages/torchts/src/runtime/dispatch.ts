@@ -50,9 +50,7 @@ export function runPrim<P extends PrimName>(
   const mode = getEagerMode();
   if (mode === "fused") {
     st.pending = { node, inputs: inputs.map(snapshot), scalars };
-    const ref = new WeakRef(st);
-    pendingSet.add(ref);
-    for (const v of inputs) v.storage.addReader(ref);
+    st.trackPending();
     if (++recorded >= MAX_PENDING && traceState.fn === null) {
       recorded = 0;
       flushAll();

@@ -35,35 +35,30 @@ const stats = { flushes: 0, planHits: 0, planMisses: 0, kernels: 0 };
 export function schedulerStats(): typeof stats & { plans: number } {
   return { ...stats, plans: plans.size };
 }
-export function resetSchedulerStats(): void {
-  plans.clear();
-  stats.flushes = stats.planHits = stats.planMisses = stats.kernels = 0;
-}
 
 const ELEMENTWISE = new Set(["unary", "binary", "where", "cast"]);
 const MAX_GROUP = 48;
 
 /** Pending nodes behind the targets, producers first. */
 function collect(targets: Storage[]): { sts: Storage[]; pends: Pending[] } {
-  const index = new Map<Storage, number>();
+  const seen = new Set<Storage>();
   const sts: Storage[] = [];
   const stack: [Storage, number][] = [];
   for (const t of targets) {
-    if (index.has(t) || !t.pending || t.buf) continue;
+    if (seen.has(t) || !t.pending || t.buf) continue;
     stack.push([t, 0]);
-    index.set(t, -1);
+    seen.add(t);
     while (stack.length) {
       const top = stack[stack.length - 1]!;
       const ins = top[0].pending!.inputs;
       if (top[1] < ins.length) {
         const s = ins[top[1]++]!.storage;
-        if (!s.buf && s.pending && !index.has(s)) {
-          index.set(s, -1);
+        if (!s.buf && s.pending && !seen.has(s)) {
+          seen.add(s);
           stack.push([s, 0]);
         }
       } else {
         stack.pop();
-        index.set(top[0], sts.length);
         sts.push(top[0]);
       }
     }
@@ -141,8 +136,7 @@ function partition(pends: Pending[], pos: Map<Storage, number>, fusion: boolean)
   return { groups, groupOf };
 }
 
-function buildPlan(dev: DevicePlugin, sts: Storage[], pends: Pending[], targets: Set<Storage>): Plan {
-  const pos = new Map<Storage, number>(sts.map((s, i) => [s, i]));
+function buildPlan(dev: DevicePlugin, sts: Storage[], pends: Pending[], pos: Map<Storage, number>, targets: Set<Storage>): Plan {
   const { groups, groupOf } = partition(pends, pos, fusionDevices.has(dev));
   // a value is materialized when it is a target or read by another kernel
   const needed = sts.map((s) => targets.has(s) || s.persistent);
@@ -226,7 +220,7 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
   } else {
     stats.planMisses++;
     if (logOn("graph")) log("graph", pends.map((p, j) => `%${j} = ${nodeKey(p.node)}(${p.inputs.map((v) => (pos.has(v.storage) ? `%${pos.get(v.storage)}` : "ext")).join(", ")})`).join("\n"));
-    plan = buildPlan(dev, sts, pends, tset);
+    plan = buildPlan(dev, sts, pends, pos, tset);
     plans.set(key, plan);
     if (plans.size > MAX_PLANS) plans.delete(plans.keys().next().value!);
   }
@@ -234,22 +228,20 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
   for (let ki = 0; ki < plan.kernels.length; ki++) {
     const k = plan.kernels[ki]!;
     stats.kernels++;
-    if (freeIntermediates && ki > 0) for (const q of plan.lastUses[ki - 1]!) sts[q]!.release(pends[q]!);
     if (k.single >= 0) {
       const st = sts[k.single]!;
-      const p = pends[k.single]!;
       if (st.device !== dev) throw new Error("internal: one flush spans two devices");
-      single(st, p); // the eager path records its own profile event
+      single(st, pends[k.single]!); // the eager path records its own profile event
       st.pending = null;
-      continue;
+    } else {
+      const args: KernelArg[] = k.ext.map(([j, i]) => {
+        const v = pends[j]!.inputs[i]!;
+        return { buf: v.storage.buf!, offset: v.offset };
+      });
+      const outs = k.outs.map((j) => sts[j]!.allocate());
+      profileKernel(k.name, () => k.exe.run(args, outs, []));
+      for (const j of k.outs) sts[j]!.pending = null;
     }
-    const args: KernelArg[] = k.ext.map(([j, i]) => {
-      const v = pends[j]!.inputs[i]!;
-      return { buf: v.storage.buf!, offset: v.offset };
-    });
-    const outs = k.outs.map((j) => sts[j]!.allocate());
-    profileKernel(k.name, () => k.exe.run(args, outs, []));
-    for (const j of k.outs) sts[j]!.pending = null;
+    if (freeIntermediates) for (const q of plan.lastUses[ki]!) sts[q]!.release(pends[q]!);
   }
-  if (freeIntermediates && plan.kernels.length) for (const q of plan.lastUses[plan.kernels.length - 1]!) sts[q]!.release(pends[q]!);
 }

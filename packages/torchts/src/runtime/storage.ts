@@ -32,6 +32,8 @@ export class Storage {
   readers: WeakRef<Storage>[] | null = null;
   /** Written in place (parameters, optimizer state): always materialized, never left to recompute. */
   persistent = false;
+  /** readers.length after the last pruning of dead/finished readers. */
+  private pruned = 0;
   /** Bumped by every in-place write; autograd compares it with the version it saved. */
   version = 0;
   disposed = false;
@@ -69,10 +71,17 @@ export class Storage {
   addReader(r: WeakRef<Storage>): void {
     const rs = (this.readers ??= []);
     rs.push(r);
-    if (rs.length > 64 && rs.length > 2 * ((this as { _pruned?: number })._pruned ?? 0)) {
+    if (rs.length > 64 && rs.length > 2 * this.pruned) {
       this.readers = rs.filter((w) => w.deref()?.pending);
-      (this as { _pruned?: number })._pruned = this.readers.length;
+      this.pruned = this.readers.length;
     }
+  }
+
+  /** This storage just became pending: list it for flushAll and register it with its inputs. */
+  trackPending(): void {
+    const ref = new WeakRef<Storage>(this);
+    pendingSet.add(ref);
+    for (const v of this.pending!.inputs) v.storage.addReader(ref);
   }
 
   /**
@@ -98,11 +107,7 @@ export class Storage {
     }
     old.pending = this.pending;
     old.persistent = this.persistent; // state moved aside must still be materialized, or recompute chains grow
-    if (old.pending) {
-      const ref = new WeakRef(old);
-      pendingSet.add(ref);
-      for (const v of old.pending.inputs) v.storage.addReader(ref);
-    }
+    if (old.pending) old.trackPending();
     for (const r of live) {
       r.pending!.inputs = r.pending!.inputs.map((v) => (v.storage === this ? { ...v, storage: old } : v));
       old.addReader(new WeakRef(r));
@@ -132,9 +137,7 @@ export class Storage {
     this.buf = null;
     this.pending = other.pending;
     other.pending = null;
-    const ref = new WeakRef<Storage>(this);
-    pendingSet.add(ref);
-    for (const v of this.pending!.inputs) v.storage.addReader(ref);
+    this.trackPending();
     this.takeReaders(other);
     other.disposed = true;
   }

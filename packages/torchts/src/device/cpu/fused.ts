@@ -29,7 +29,7 @@ function roundExpr(expr: string, d: DType): string {
   }
 }
 
-export const REDUCE_SPEC: Record<PrimParams["reduce"]["op"], [string, string]> = {
+const REDUCE_SPEC: Record<PrimParams["reduce"]["op"], [string, string]> = {
   sum: ["0", "acc+=x;"],
   prod: ["1", "acc*=x;"],
   max: ["-Infinity", "if(acc===acc&&(x>acc||x!==x))acc=x;"],
@@ -143,7 +143,7 @@ function reductionSource(g: FusedGraph): string {
  * scratch buffer, then its elementwise epilogue as one loop that reads the product as an
  * extra external input. This is the epilogue-only graph: node 0 replaced by input `ext`.
  */
-export function matmulEpilogue(g: FusedGraph): FusedGraph {
+function matmulEpilogue(g: FusedGraph): FusedGraph {
   let numExt = 0;
   for (const s of g.srcs) for (const x of s) if ("ext" in x) numExt = Math.max(numExt, x.ext + 1);
   return {

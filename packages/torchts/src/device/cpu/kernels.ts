@@ -1,7 +1,7 @@
 // One kernel builder per primitive. The Record type makes a missing primitive a type error.
 import { isFloating, type DType } from "../../ir/dtype.js";
 import type { BinaryOp, IRNode, PrimName, PrimParams, UnaryOp } from "../../ir/prims.js";
-import { contiguousStrides, numel, type Shape } from "../../ir/shape.js";
+import { contiguousStrides, isContiguous, numel, type Shape } from "../../ir/shape.js";
 import { elementwise, reduction, storeExpr, type Arr, type Kernel } from "./codegen.js";
 import { H, philox } from "./math.js";
 import { isWasmUnary, matmulF32, sumRowsF32, unaryF32, wasmRuntime } from "./wasm/index.js";
@@ -10,16 +10,6 @@ import { isWasmUnary, matmulF32, sumRowsF32, unaryF32, wasmRuntime } from "./was
 const WASM_MATMUL_MIN_MACS = 4096;
 // Elementwise/row kernels go to wasm from this many elements (staging + dispatch overhead).
 const WASM_MIN_ELEMS = 2048;
-
-/** Strides of a dense row-major layout (size-1 dims may have any stride). */
-function isContiguous(shape: Shape, strides: Shape): boolean {
-  let acc = 1;
-  for (let d = shape.length - 1; d >= 0; d--) {
-    if (shape[d] !== 1 && strides[d] !== acc) return false;
-    acc *= shape[d]!;
-  }
-  return true;
-}
 
 /** Wraps a JS kernel with a wasm fast path; the JS kernel runs when wasm declines. */
 function withWasm(js: Kernel, fast: (O: Arr, ins: Arr[], offs: number[]) => boolean): Kernel {
@@ -203,19 +193,21 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const [sbk, sbn] = [b.strides[nd - 2]!, b.strides[nd - 1]!];
     const abs = a.strides.slice(0, nd - 2);
     const bbs = b.strides.slice(0, nd - 2);
-    const f32 = a.dtype === "float32" && b.dtype === "float32" && n.out.dtype === "float32";
-    if (f32 && M * N * K >= WASM_MATMUL_MIN_MACS && wasmRuntime()) {
-      return (O, ins, offs) => {
+    /** One M x N product per batch index: `one(ao, bo, p)` gets A's and B's offsets and the output's. */
+    const batched =
+      (one: (O: Arr, ins: Arr[], offs: number[], ao: number, bo: number, p: number) => void): Kernel =>
+      (O, ins, offs) => {
         let p = 0;
-        const one = (idx: number[]) => {
-          const ao = offs[0]! + dot(idx, abs), bo = offs[1]! + dot(idx, bbs);
-          matmulF32(M, K, N, ins[0]!, ao, sam, sak, ins[1]!, bo, sbk, sbn, O, p);
+        const at = (idx: number[]) => {
+          one(O, ins, offs, offs[0]! + dot(idx, abs), offs[1]! + dot(idx, bbs), p);
           p += M * N;
         };
-        if (batch.length === 0) one([]);
-        else odometer(batch, one);
+        if (batch.length === 0) at([]);
+        else odometer(batch, at);
       };
-    }
+    const f32 = a.dtype === "float32" && b.dtype === "float32" && n.out.dtype === "float32";
+    if (f32 && M * N * K >= WASM_MATMUL_MIN_MACS && wasmRuntime())
+      return batched((O, ins, _offs, ao, bo, p) => matmulF32(M, K, N, ins[0]!, ao, sam, sak, ins[1]!, bo, sbk, sbn, O, p));
     // Generated per shape: B is packed into a contiguous float64 panel so the inner loop
     // is a unit-stride axpy that V8 optimizes well; 4 rows of A share each pass over B.
     const src = `
@@ -240,16 +232,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
         }
       };`;
     const mk = new Function("H", src) as (h: typeof H) => (O: Arr, ins: Arr[], offs: number[], ao: number, bo: number, p: number) => void;
-    const run = mk(H);
-    return (O, ins, offs) => {
-      let p = 0;
-      const one = (idx: number[]) => {
-        run(O, ins, offs, offs[0]! + dot(idx, abs), offs[1]! + dot(idx, bbs), p);
-        p += M * N;
-      };
-      if (batch.length === 0) one([]);
-      else odometer(batch, one);
-    };
+    return batched(mk(H));
   },
   gather: (n) => {
     const [x, idx] = n.inputs as [IRNode["inputs"][0], IRNode["inputs"][0]];
