@@ -1,7 +1,7 @@
 // The device-plugin interface (torchts's PrivateUse1). A device owns memory, compiles IR
 // graphs into executables and runs them. `cpu` is the reference implementation.
 import type { DType, HostArray } from "../ir/dtype.js";
-import type { IRGraph, PrimName } from "../ir/prims.js";
+import type { CompositeName, IRGraph, PrimName } from "../ir/prims.js";
 
 /** Opaque device memory. `bytes` lets the runtime account for it. */
 export interface DeviceBuffer {
@@ -19,7 +19,6 @@ export interface Executable {
   run(inputs: KernelArg[], outputs: DeviceBuffer[], scalars: readonly number[]): void;
 }
 
-export type CompositeOverride = "matmul" | "conv" | "attention";
 
 export interface DevicePlugin {
   readonly name: string;
@@ -32,7 +31,8 @@ export interface DevicePlugin {
   compile(graph: IRGraph): Executable;
   synchronize(): Promise<void>;
   readonly primitives: ReadonlySet<PrimName>;
-  readonly overrides: ReadonlySet<CompositeOverride>;
+  /** Composites this device runs as one `composite` node with its own kernel. */
+  readonly overrides: ReadonlySet<CompositeName>;
 }
 
 const registry = new Map<string, DevicePlugin>();

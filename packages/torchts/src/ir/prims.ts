@@ -19,6 +19,14 @@ export type BinaryOp = (typeof BINARY_OPS)[number];
 
 export type ReduceOp = "sum" | "prod" | "max" | "min" | "any" | "all";
 
+/**
+ * Composites a device may run with its own kernel instead of their decomposition into the
+ * other primitives (the op library asks `device.overrides` and decomposes otherwise).
+ */
+export type CompositeName = "softmax" | "logSoftmax" | "attention" | "conv2d" | "linearInt8" | "linearInt4";
+/** Static attributes of a composite node (part of its cache key; never tensor values). */
+export type CompositeAttrs = Record<string, number | boolean | string | number[]>;
+
 /** Parameters of each primitive. Values that vary between calls (scalars) are runtime arguments, not params. */
 export interface PrimParams {
   unary: { op: UnaryOp };
@@ -38,12 +46,13 @@ export interface PrimParams {
   arange: Record<string, never>; // runtime args: start, step
   cat: { dim: number };
   pad: { pads: number[] }; // constant pad, (before, after) per dim, non-negative; runtime arg: value
+  composite: { name: CompositeName; attrs: CompositeAttrs }; // only on devices that override `name`
 }
 export type PrimName = keyof PrimParams;
 
 export const PRIM_NAMES: readonly PrimName[] = [
   "unary", "binary", "where", "cast", "reduce", "argreduce", "matmul", "gather", "scatterAdd", "stridedScatter",
-  "scan", "argsort", "rand", "full", "arange", "cat", "pad",
+  "scan", "argsort", "rand", "full", "arange", "cat", "pad", "composite",
 ];
 
 /** A strided view of a buffer, as a kernel sees an input. */

@@ -4,7 +4,7 @@
 // Views (affine re-indexing of a storage) also live here: they are metadata, not kernels.
 import { getDevice, type DevicePlugin } from "../device/plugin.js";
 import { castScalar, isFloating, type DType } from "../ir/dtype.js";
-import type { BinaryOp, PrimName, PrimParams, ReduceOp, UnaryOp } from "../ir/prims.js";
+import type { BinaryOp, CompositeAttrs, CompositeName, PrimName, PrimParams, ReduceOp, UnaryOp } from "../ir/prims.js";
 import { broadcastShapes, contiguousStrides, numel, shapeStr, viewStrides, type Shape } from "../ir/shape.js";
 import { runPrim } from "../runtime/dispatch.js";
 import { currentOpName } from "../runtime/mode.js";
@@ -410,6 +410,23 @@ export function matmulPrim(a: Tensor, b: Tensor): Tensor {
     a.requiresGrad ? sumToShape(matmulPrim(g!, S.transpose(bs!, -1, -2)), a.shape) : null,
     b.requiresGrad ? sumToShape(matmulPrim(S.transpose(as!, -1, -2), g!), b.shape) : null,
   ]);
+}
+
+/**
+ * One `composite` node when the inputs' device overrides `name` (its own kernel), else null and
+ * the caller decomposes. Gradients are the caller's (attach), usually written with other ops.
+ */
+export function compositePrim(
+  name: CompositeName,
+  attrs: CompositeAttrs,
+  inputs: Tensor[],
+  shape: Shape,
+  dtype: DType,
+  scalars: number[] = [],
+): Tensor | null {
+  const d = dev(inputs[0]!);
+  if (!d.overrides.has(name) || inputs.some((t) => t._storage.device !== d)) return null;
+  return prim("composite", { name, attrs }, inputs, shape, dtype, d, scalars);
 }
 
 // ---------------- gather / scatter ----------------

@@ -1,14 +1,21 @@
 // The cpu device: host typed arrays and JS kernels generated per (op, shape, stride, dtype).
-// Storage is a plain typed array today; the interface leaves room for a shared
-// WebAssembly.Memory arena driven by worker threads (buffers are opaque handles).
+// With the wasm backend, storage lives in the kernels' shared WebAssembly.Memory (typed-array
+// views into the arena), so wasm kernels read and write tensors in place with no staging
+// copies, and freed blocks are reused whatever their dtype. Memory a process touched once is
+// cheap to reuse while fresh pages are not (first-touch page faults dominate large
+// allocations on small VMs). Without wasm, or when the 4 GiB wasm memory is full, storage
+// falls back to plain typed arrays, which the kernels stage.
 import { hostArray, itemSize, type DType, type HostArray } from "../../ir/dtype.js";
 import { PRIM_NAMES, type IRGraph } from "../../ir/prims.js";
 import type { DeviceBuffer, DevicePlugin, Executable, KernelArg } from "../plugin.js";
 import type { Arr } from "./codegen.js";
 import { buildKernel } from "./kernels.js";
+import { cpuOverrides } from "./composites.js";
 import { fusionDevices, isFused, type FusedGraph } from "../../runtime/fused_graph.js";
 import { fusedSource, loadFused, type FusedKernel } from "./fused.js";
 import { numel } from "../../ir/shape.js";
+import { wasmRuntime } from "./wasm/runtime.js";
+import type { Arena } from "./wasm/arena.js";
 
 const EMPTY = new Float32Array(0);
 
@@ -16,7 +23,27 @@ export class CpuBuffer implements DeviceBuffer {
   constructor(
     public data: HostArray,
     public readonly bytes: number,
+    /** The arena block holding `data` (null for a plain typed array). */
+    public block: { arena: Arena; ptr: number } | null = null,
   ) {}
+}
+
+type ArrayCtor = new (buf: ArrayBufferLike, byteOffset: number, length: number) => HostArray;
+
+function arenaArray(dtype: DType, n: number): CpuBuffer | null {
+  const rt = wasmRuntime();
+  if (!rt) return null;
+  // float16/bfloat16 live in Float32Array: the block is sized by the host array, not the dtype
+  const ctor = hostArray(dtype, 0).constructor as ArrayCtor & { BYTES_PER_ELEMENT: number };
+  let ptr: number;
+  try {
+    ptr = rt.arena.alloc(Math.max(n * ctor.BYTES_PER_ELEMENT, 16));
+  } catch (e) {
+    if (e instanceof RangeError) return null; // the wasm memory cannot grow further
+    throw e;
+  }
+  const bytes = n * itemSize(dtype);
+  return new CpuBuffer(rt.view(ctor, ptr, n), bytes, { arena: rt.arena, ptr });
 }
 
 function compileFused(graph: FusedGraph, source?: string): Executable & { source: string } {
@@ -84,6 +111,8 @@ const POOL_CAP = 256 * 1024 * 1024;
 export const cpu: DevicePlugin = {
   name: "cpu",
   allocate(dtype: DType, numel: number): DeviceBuffer {
+    const inArena = arenaArray(dtype, numel);
+    if (inArena) return inArena;
     const probe = hostArray(dtype, 0);
     const key = `${probe.constructor.name}:${numel}`;
     const hit = pool.get(key)?.pop();
@@ -105,6 +134,12 @@ export const cpu: DevicePlugin = {
   free(buf: DeviceBuffer): void {
     const b = buf as CpuBuffer;
     const d = b.data;
+    b.data = EMPTY;
+    if (b.block) {
+      b.block.arena.release(b.block.ptr); // its own arena: the backend may have been switched since
+      b.block = null;
+      return;
+    }
     if (d.length > 0 && pooledBytes + d.byteLength <= POOL_CAP) {
       const key = `${d.constructor.name}:${d.length}`;
       const list = pool.get(key) ?? [];
@@ -112,12 +147,13 @@ export const cpu: DevicePlugin = {
       pool.set(key, list);
       pooledBytes += d.byteLength;
     }
-    b.data = EMPTY;
   },
   compile,
   async synchronize(): Promise<void> {},
   primitives: new Set(PRIM_NAMES),
-  overrides: new Set(),
+  get overrides() {
+    return cpuOverrides();
+  },
 };
 
 fusionDevices.add(cpu);

@@ -4,6 +4,7 @@ import type { BinaryOp, IRNode, PrimName, PrimParams, UnaryOp } from "../../ir/p
 import { contiguousStrides, isContiguous, numel, type Shape } from "../../ir/shape.js";
 import { elementwise, reduction, storeExpr, type Arr, type Kernel } from "./codegen.js";
 import { H, philox } from "./math.js";
+import { buildComposite } from "./composites.js";
 import { isWasmUnary, matmulF32, sumRowsF32, unaryF32, wasmRuntime } from "./wasm/index.js";
 
 // Below this many multiply-adds the JS kernel beats packing into wasm memory.
@@ -404,6 +405,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
       });
     };
   },
+  composite: (n) => buildComposite(n),
 };
 
 

@@ -291,6 +291,10 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const passes = numel(x.shape) ? [fill, simple(n, body, [0], numel(x.shape))] : [fill];
     return { passes, checkScalars: intScalarCheck(n.out.dtype, [0]) };
   },
+  // the op library only records a composite node for devices listing it in `overrides`
+  composite: (n) => {
+    throw new Error(`webgpu: no kernel for the composite ${n.params.name} (the op should have been decomposed)`);
+  },
 };
 
 const PHILOX = `

@@ -8,10 +8,10 @@ import type { DType, HostArray } from "../../ir/dtype.js";
 import { hostArray, isFloating } from "../../ir/dtype.js";
 import { cpu, CpuBuffer } from "../cpu/index.js";
 import { cpuFallbackEnabled, NotImplementedError, warnFallback } from "./fallback.js";
-import { PRIM_NAMES, type IRGraph, type IRNode, type PrimName } from "../../ir/prims.js";
+import { PRIM_NAMES, type CompositeName, type IRGraph, type IRNode, type PrimName } from "../../ir/prims.js";
 import { fusionDevices, isFused } from "../../runtime/fused_graph.js";
 import { currentOpName, getEagerMode, isAnomalyEnabled } from "../../runtime/mode.js";
-import type { CompositeOverride, DeviceBuffer, DevicePlugin, Executable, KernelArg } from "../plugin.js";
+import type { DeviceBuffer, DevicePlugin, Executable, KernelArg } from "../plugin.js";
 import type { Pass } from "./codegen.js";
 import { planFused, planSingle, type Plan, type Ref, type Step } from "./plan.js";
 import type { GpuContext } from "./context.js";
@@ -47,7 +47,7 @@ export class WebGPUDevice implements DevicePlugin {
   get primitives(): ReadonlySet<PrimName> {
     return new Set(PRIM_NAMES.filter((p) => !this.disabled.has(p)));
   }
-  readonly overrides: ReadonlySet<CompositeOverride> = new Set();
+  readonly overrides: ReadonlySet<CompositeName> = new Set();
   readonly pool: BufferPool;
   private pipelines = new Map<string, GPUComputePipeline>();
   private layouts = new Map<number, GPUBindGroupLayout>();

@@ -10,9 +10,9 @@ export function isWasmUnary(op: string): op is UnaryWasm {
   return (UNARY_WASM as readonly string[]).includes(op);
 }
 
-/** True when `a` is a view of the kernels' shared memory (zero-copy operand). */
-export function inArena(a: unknown): a is Float32Array {
-  return a instanceof Float32Array && a.buffer instanceof SharedArrayBuffer;
+/** True when `a` is a float32 view of this runtime's shared memory (zero-copy operand). */
+export function inArena(rt: WasmRuntime, a: unknown): a is Float32Array {
+  return a instanceof Float32Array && rt.buffers.has(a.buffer);
 }
 
 interface Staged {
@@ -21,7 +21,7 @@ interface Staged {
 }
 
 function stageIn(rt: WasmRuntime, a: F32, off: number, n: number): Staged {
-  if (inArena(a)) return { ptr: a.byteOffset + off * 4, scratch: false };
+  if (inArena(rt, a)) return { ptr: a.byteOffset + off * 4, scratch: false };
   const ptr = rt.arena.alloc(n * 4);
   const v = new Float32Array(rt.memory.buffer, ptr, n);
   if (a instanceof Float32Array) v.set(a.subarray(off, off + n));
@@ -30,7 +30,7 @@ function stageIn(rt: WasmRuntime, a: F32, off: number, n: number): Staged {
 }
 
 function stageOut(rt: WasmRuntime, out: F32, n: number): Staged {
-  if (inArena(out)) return { ptr: out.byteOffset, scratch: false };
+  if (inArena(rt, out)) return { ptr: out.byteOffset, scratch: false };
   return { ptr: rt.arena.alloc(n * 4), scratch: true };
 }
 
@@ -93,5 +93,5 @@ export function arenaF32(n: number): { data: Float32Array; release(): void } | n
   const rt = wasmRuntime();
   if (!rt) return null;
   const ptr = rt.arena.alloc(Math.max(1, n) * 4);
-  return { data: new Float32Array(rt.memory.buffer, ptr, n), release: () => rt.arena.release(ptr) };
+  return { data: rt.view(Float32Array, ptr, n), release: () => rt.arena.release(ptr) };
 }

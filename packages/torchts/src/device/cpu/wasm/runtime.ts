@@ -16,6 +16,10 @@ export interface WasmRuntime {
   fn: Record<string, number>;
   exports: Record<string, (...a: number[]) => number>;
   features: Features;
+  /** The SharedArrayBuffers of `memory` that views were made on (they change as it grows). */
+  buffers: WeakSet<ArrayBufferLike>;
+  /** A view of the current memory (registered in `buffers`). */
+  view<T>(ctor: new (b: ArrayBufferLike, off: number, n: number) => T, ptr: number, n: number): T;
 }
 
 let rt: WasmRuntime | null | undefined;
@@ -66,7 +70,13 @@ function build(): WasmRuntime | null {
   const fn: Record<string, number> = {};
   names.forEach((n, i) => (fn[n] = i));
   const pool = new Pool(memory, module, names, names.map((n) => exports[n]!), defaultThreads(features), features.spawn);
-  return { memory, arena: new Arena(memory, CTL_BYTES * 64), pool, fn, exports, features };
+  const buffers = new WeakSet<ArrayBufferLike>();
+  const view = <T>(ctor: new (b: ArrayBufferLike, off: number, n: number) => T, ptr: number, n: number): T => {
+    const b = memory.buffer;
+    buffers.add(b);
+    return new ctor(b, ptr, n);
+  };
+  return { memory, arena: new Arena(memory, CTL_BYTES * 64), pool, fn, exports, features, buffers, view };
 }
 
 export function wasmRuntime(): WasmRuntime | null {

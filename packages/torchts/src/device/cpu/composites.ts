@@ -1,0 +1,30 @@
+// The composites the cpu device runs with its own kernels (softmax rows, attention, conv,
+// quantized linear...). Each entry builds a kernel for one `composite` IR node; the device's
+// `overrides` set is this table's keys, so the op library decomposes everything else.
+import type { CompositeName, IRNode } from "../../ir/prims.js";
+import type { Kernel } from "./codegen.js";
+
+export type CompositeBuilder = (n: IRNode<"composite">) => Kernel;
+
+export const CPU_COMPOSITES: Partial<Record<CompositeName, CompositeBuilder>> = {};
+
+export function buildComposite(n: IRNode<"composite">): Kernel {
+  const b = CPU_COMPOSITES[n.params.name];
+  if (!b) throw new Error(`cpu: no kernel for the composite ${n.params.name} (the op should have been decomposed)`);
+  return b(n);
+}
+
+/** Switched off by torch.backends.cpu.setCompositeEnabled (tests compare both paths). */
+const disabled = new Set<CompositeName>();
+let current: Set<CompositeName> | null = null;
+
+/** The composites to list in the cpu device's `overrides`. */
+export function cpuOverrides(): ReadonlySet<CompositeName> {
+  return (current ??= new Set((Object.keys(CPU_COMPOSITES) as CompositeName[]).filter((k) => !disabled.has(k))));
+}
+
+export function setCompositeEnabled(name: CompositeName | "all", on: boolean): void {
+  const names = name === "all" ? (Object.keys(CPU_COMPOSITES) as CompositeName[]) : [name];
+  for (const n of names) (on ? disabled.delete(n) : disabled.add(n));
+  current = null;
+}
