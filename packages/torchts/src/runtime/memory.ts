@@ -23,12 +23,40 @@ const registry = new FinalizationRegistry<Held>((h) => release(h.dev, h.buf));
 // so a training loop would never give the runtime a chance to release buffers.
 let sinceYield = 0;
 const YIELD_BYTES = 16 * 1024 * 1024;
+// Device memory (the cpu's wasm arena, GPU buffers) is invisible to V8's heap accounting, so
+// V8 sees no reason to collect the small Storage objects that own it and the live set only
+// grows. When it has doubled (plus slack) since the last collection, collect before yielding.
+const GC_SLACK = 128 * 1024 * 1024;
+let liveAfterGc = 0;
+let collector: (() => void) | null | undefined;
+
+function gcFunction(): (() => void) | null {
+  if (collector !== undefined) return collector;
+  collector = null;
+  const g = globalThis as { gc?: () => void; process?: { getBuiltinModule?: (m: string) => unknown } };
+  if (typeof g.gc === "function") return (collector = g.gc);
+  try {
+    const v8 = g.process?.getBuiltinModule?.("node:v8") as { setFlagsFromString(f: string): void } | undefined;
+    const vm = g.process?.getBuiltinModule?.("node:vm") as { runInNewContext(code: string): unknown } | undefined;
+    if (v8 && vm) {
+      v8.setFlagsFromString("--expose-gc"); // only makes `gc` visible to contexts created from now on
+      const f = vm.runInNewContext("gc");
+      if (typeof f === "function") collector = f as () => void;
+    }
+  } catch {
+    collector = null; // browsers and locked-down runtimes: rely on the engine's own GC
+  }
+  return collector;
+}
 
 /** Let pending buffer releases run if enough was allocated since the last time. */
 export async function maybeYield(): Promise<void> {
   if (sinceYield < YIELD_BYTES) return;
   sinceYield = 0;
+  const collect = stats.liveBytes > 2 * liveAfterGc + GC_SLACK && gcFunction() !== null;
+  if (collect) collector!();
   await new Promise<void>((r) => (typeof setImmediate === "function" ? setImmediate(r) : setTimeout(r, 0)));
+  if (collect) liveAfterGc = stats.liveBytes;
 }
 
 export function trackAlloc(owner: object, dev: DevicePlugin, buf: DeviceBuffer): void {
