@@ -1,20 +1,27 @@
-// ~100M-parameter Llama: prefill and decode tokens/s of torchts (cpu; strict, fused, compiled
-// decode) vs llama.cpp (node-llama-cpp 3.21.1) on the GGUF file torchts wrote (f32 and q8_0).
+// ~100M-parameter Llama: prefill and decode tokens/s of torchts (cpu; strict, fused, compiled;
+// f32 and int8 weights) vs llama.cpp (node-llama-cpp 3.21.1) on the GGUF files torchts wrote
+// (f32 and q8_0), at the same thread count, in the same run.
 //   cd bench/transformers && npm install --omit=optional && npm install --no-save @node-llama-cpp/linux-x64@3.21.1
-//   node --import tsx bench/transformers/llama.ts [--quick] [--threads N] [--llama-cpp-only]
+//   node --import tsx bench/transformers/llama.ts [--quick] [--threads N] [--reps N] [--llama-cpp-only] [--torchts-only]
 // Random weights (N(0, 0.02)); the GGUF uses tokenizer.ggml.model "none", tokens are fed as ids.
+// Decode tokens/s is timed from the first generated token to the last (prefill excluded), best
+// of `--reps` runs after a warm-up generation, since the machine may be shared.
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir, cpus } from "node:os";
+import { tmpdir, cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import * as torch from "../../packages/torchts/src/index.js";
-import { LlamaForCausalLM, parseConfig, saveGGUF } from "../../packages/torchts/src/transformers/index.js";
+import { LlamaForCausalLM, parseConfig, quantize, saveGGUF } from "../../packages/torchts/src/transformers/index.js";
 import { emit } from "../lib.js";
 
 const QUICK = process.argv.includes("--quick");
-const ti = process.argv.indexOf("--threads");
-const THREADS = ti > 0 ? Number(process.argv[ti + 1]) : Math.min(cpus().length, 4);
+const arg = (name: string): number | null => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? Number(process.argv[i + 1]) : null;
+};
+const THREADS = arg("--threads") ?? Math.min(cpus().length, 4);
+const REPS = arg("--reps") ?? (QUICK ? 2 : 3);
 const PROMPT = QUICK ? 32 : 128;
-const DECODE = QUICK ? 8 : 32;
+const DECODE = QUICK ? 16 : 32;
 
 const config = parseConfig({
   model_type: "llama", architectures: ["LlamaForCausalLM"], vocab_size: 16000, hidden_size: 768, intermediate_size: 2048,
@@ -34,28 +41,36 @@ function buildModel(): LlamaForCausalLM {
   return m.eval();
 }
 
-function row(workload: string, variant: string, tokens: number, ms: number, note?: string): void {
-  const tps = (tokens * 1000) / ms;
-  console.log(`${workload.padEnd(28)} ${variant.padEnd(26)} ${tps.toFixed(1).padStart(8)} tok/s`);
-  emit({ suite: variant.startsWith("llama.cpp") ? "llama.cpp" : "torchts", workload, variant, ms, note: note ?? `${tps.toFixed(2)} tok/s` });
+/** tokens/s per variant, for the summary */
+const results = new Map<string, { prefill: number; decode: number }>();
+
+function record(variant: string, prefillMs: number, decodeMs: number): void {
+  const prefill = (PROMPT * 1000) / prefillMs;
+  const decode = (DECODE * 1000) / decodeMs;
+  results.set(variant, { prefill, decode });
+  console.log(`${variant.padEnd(34)} prefill ${prefill.toFixed(1).padStart(7)} tok/s   decode ${decode.toFixed(1).padStart(6)} tok/s (${(decodeMs / DECODE).toFixed(1)} ms/token)`);
+  const suite = variant.startsWith("llama.cpp") ? "llama.cpp" : "torchts";
+  emit({ suite, workload: `prefill ${PROMPT}`, variant, ms: prefillMs, note: `${prefill.toFixed(2)} tok/s` });
+  emit({ suite, workload: `decode ${DECODE}`, variant, ms: decodeMs, note: `${decode.toFixed(2)} tok/s` });
 }
 
-async function benchTorchts(m: LlamaForCausalLM, prompt: number[]): Promise<void> {
-  const nParams = [...m.parameters()].reduce((a, p) => a + p.numel(), 0);
-  console.log(`torchts: Llama ${(nParams / 1e6).toFixed(1)}M params, prompt ${PROMPT}, decode ${DECODE}`);
-  for (const mode of ["strict", "fused", "compiled"] as const) {
+/** Best-of-REPS prefill ms (prompt to first token) and decode ms (first to last token). */
+async function benchTorchts(m: LlamaForCausalLM, prompt: number[], label: string, modes: ("strict" | "fused" | "compiled")[]): Promise<void> {
+  for (const mode of modes) {
     await torch.withEagerMode(mode === "compiled" ? "strict" : mode, async () => {
       const compile = mode === "compiled";
-      await m.generate(prompt.slice(0, 8), { maxNewTokens: 2, stopTokenIds: [], compile }); // warm the kernel cache
-      // prefill: one forward over the prompt (what generate does before its first token)
-      let t0 = performance.now();
-      await m.generate(prompt, { maxNewTokens: 1, stopTokenIds: [], compile });
-      const prefillMs = performance.now() - t0;
-      t0 = performance.now();
+      // warm-up: fills the kernel caches and (compiled) records the steps the model then keeps
       await m.generate(prompt, { maxNewTokens: DECODE + 1, stopTokenIds: [], compile });
-      const decodeMs = performance.now() - t0 - prefillMs;
-      row(`prefill ${PROMPT}`, `torchts ${mode}`, PROMPT, prefillMs);
-      row(`decode ${DECODE}`, `torchts ${mode}`, DECODE, decodeMs);
+      let prefillMs = Infinity;
+      let decodeMs = Infinity;
+      for (let r = 0; r < REPS; r++) {
+        const stamps: number[] = [];
+        const t0 = performance.now();
+        await m.generate(prompt, { maxNewTokens: DECODE + 1, stopTokenIds: [], compile, streamer: () => stamps.push(performance.now()) });
+        prefillMs = Math.min(prefillMs, stamps[0]! - t0);
+        decodeMs = Math.min(decodeMs, stamps[DECODE]! - stamps[0]!);
+      }
+      record(`torchts ${label} ${mode} (${torch.backends.cpu.getNumThreads()}t)`, prefillMs, decodeMs);
     });
   }
 }
@@ -69,38 +84,72 @@ async function benchLlamaCpp(file: string, kind: string, prompt: number[], threa
     const seq = ctx.getSequence();
     const tokens = prompt as unknown as Parameters<typeof seq.evaluateWithoutGeneratingNewTokens>[0];
     await seq.evaluateWithoutGeneratingNewTokens(tokens.slice(0, 8)); // warm-up
-    await seq.clearHistory();
-    let t0 = performance.now();
-    await seq.evaluateWithoutGeneratingNewTokens(tokens);
-    const prefillMs = performance.now() - t0;
-    t0 = performance.now();
-    let n = 0;
-    for await (const _t of seq.evaluate([tokens[tokens.length - 1]!], { temperature: 0 })) if (++n >= DECODE) break;
-    const decodeMs = performance.now() - t0;
-    row(`prefill ${PROMPT}`, `llama.cpp ${kind} (${threads}t)`, PROMPT, prefillMs);
-    row(`decode ${DECODE}`, `llama.cpp ${kind} (${threads}t)`, DECODE, decodeMs);
+    let prefillMs = Infinity;
+    let decodeMs = Infinity;
+    for (let r = 0; r < REPS; r++) {
+      await seq.clearHistory();
+      let t0 = performance.now();
+      await seq.evaluateWithoutGeneratingNewTokens(tokens);
+      prefillMs = Math.min(prefillMs, performance.now() - t0);
+      // the first evaluated token re-reads the last prompt token: start the clock after it, like torchts
+      let n = 0;
+      for await (const _t of seq.evaluate([tokens[tokens.length - 1]!], { temperature: 0 })) {
+        if (n === 0) t0 = performance.now();
+        if (++n > DECODE) break;
+      }
+      decodeMs = Math.min(decodeMs, performance.now() - t0);
+    }
+    record(`llama.cpp ${kind} (${threads}t)`, prefillMs, decodeMs);
   } finally {
     await ctx.dispose();
     await model.dispose();
   }
 }
 
+console.log(`Llama 100M (d 768, 12 layers, 12/4 heads, MLP 2048, vocab 16000), prompt ${PROMPT}, decode ${DECODE}, best of ${REPS}; threads ${THREADS}; load average ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+torch.backends.cpu.setNumThreads(THREADS);
 const dir = mkdtempSync(join(tmpdir(), "torchts-bench-gguf-"));
 try {
   const m = buildModel();
   const prompt = Array.from({ length: PROMPT }, (_, i) => (i * 7919 + 13) % config.vocabSize);
-  for (const type of ["f32", "q8_0"] as const) {
-    const file = join(dir, `llama100m.${type}.gguf`);
-    await saveGGUF(m, file, { type });
-    try {
-      // one thread too: llama.cpp's spinning thread barriers suffer badly on an oversubscribed machine
-      for (const t of [...new Set([1, THREADS])]) await benchLlamaCpp(file, type, prompt, t);
-    } catch (e) {
-      console.log(`llama.cpp ${type}: ${(e as Error).message}`);
-      emit({ suite: "llama.cpp", workload: "decode", variant: type, error: (e as Error).message });
+  if (!process.argv.includes("--torchts-only"))
+    for (const type of ["f32", "q8_0"] as const) {
+      const file = join(dir, `llama100m.${type}.gguf`);
+      await saveGGUF(m, file, { type });
+      try {
+        // one thread too: llama.cpp's spinning thread barriers suffer badly on an oversubscribed machine
+        for (const t of [...new Set([THREADS, 1])]) await benchLlamaCpp(file, type, prompt, t);
+      } catch (e) {
+        console.log(`llama.cpp ${type}: ${(e as Error).message}`);
+        emit({ suite: "llama.cpp", workload: "decode", variant: type, error: (e as Error).message });
+      }
     }
+  if (!process.argv.includes("--llama-cpp-only")) {
+    const single = async (label: string) => {
+      // the same thread count as the 1-thread llama.cpp rows
+      if (THREADS === 1) return;
+      torch.backends.cpu.setNumThreads(1);
+      await benchTorchts(m, prompt, label, ["compiled"]);
+      torch.backends.cpu.setNumThreads(THREADS);
+    };
+    await benchTorchts(m, prompt, "f32", QUICK ? ["strict", "compiled"] : ["strict", "fused", "compiled"]);
+    await single("f32");
+    // q8_0 quantizes every matrix, the output layer included: so does this int8 model
+    await quantize(m, { bits: 8, includeLmHead: true });
+    await benchTorchts(m, prompt, "int8", ["strict", "compiled"]);
+    await single("int8");
   }
-  if (!process.argv.includes("--llama-cpp-only")) await benchTorchts(m, prompt);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
+
+// decode ratio of the best torchts mode to llama.cpp at the same thread count
+const best = (prefix: string, t: number) =>
+  Math.max(0, ...[...results].filter(([k]) => k.startsWith(prefix) && k.endsWith(`(${t}t)`)).map(([, v]) => v.decode));
+for (const t of [...new Set([THREADS, 1])])
+  for (const [ours, theirs] of [["torchts f32", `llama.cpp f32 (${t}t)`], ["torchts int8", `llama.cpp q8_0 (${t}t)`]] as const) {
+    const a = best(ours, t);
+    const b = results.get(theirs)?.decode;
+    if (a && b) console.log(`decode ${ours} (best mode, ${t}t) / ${theirs}: ${(a / b).toFixed(2)}x (${a.toFixed(1)} vs ${b.toFixed(1)} tok/s)`);
+  }
+console.log(`load average at the end: ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);

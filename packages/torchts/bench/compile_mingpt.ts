@@ -1,15 +1,17 @@
-// minGPT training-step timings per execution mode: strict eager, fused eager and torch.compile.
+// minGPT training-step timings per execution mode: strict eager, fused eager, torch.compile
+// (replaying the recorded kernels from the fourth call on) and torch.compile with replay off
+// ("rerun": every call runs the function, reusing schedule and kernels).
 // Steps of the modes are interleaved (strict, fused, compile, strict, ...) so that load from
 // other processes hits every mode alike; the median step time after warmup is reported.
-// Run: cd packages/torchts && node --expose-gc --import tsx bench/compile_mingpt.ts [--steps N] [--modes strict,fused,compile]
+// Run: cd packages/torchts && node --expose-gc --import tsx bench/compile_mingpt.ts [--steps N] [--modes strict,fused,compile,rerun]
 import * as torch from "../src/index.js";
 import { GPT } from "../../../examples/mingpt/model.js";
 
 const argv = process.argv.slice(2);
 const opt = (k: string) => (argv.includes(k) ? argv[argv.indexOf(k) + 1] : undefined);
 const steps = Number(opt("--steps") ?? 12);
-const modes = (opt("--modes") ?? "strict,fused,compile").split(",");
-const B = 8, T = 64, V = 65, WARM = 3;
+const modes = (opt("--modes") ?? "strict,fused,compile,rerun").split(",");
+const B = 8, T = 64, V = 65, WARM_STEPS = 3;
 
 function setup(mode: string) {
   torch.manualSeed(0);
@@ -23,8 +25,9 @@ function setup(mode: string) {
     o.step();
     return loss!;
   };
-  const fn = mode === "compile" ? torch.compile(step, { modules: [model] }) : step;
-  const eager = (mode === "compile" ? "fused" : mode) as torch.EagerMode;
+  const compiled = mode === "compile" || mode === "rerun";
+  const fn = compiled ? torch.compile(step, { modules: [model], replay: mode === "compile", name: mode }) : step;
+  const eager = (compiled ? "fused" : mode) as torch.EagerMode;
   return { fn, eager, times: [] as number[], losses: [] as number[] };
 }
 
@@ -48,9 +51,10 @@ for (let i = 0; i < steps; i++) {
   }
 }
 const median = (a: number[]) => [...a].sort((p, q) => p - q)[Math.floor(a.length / 2)]!;
+const WARM = Math.min(WARM_STEPS, steps - 1);
 const ms = new Map([...runs].map(([m, r]) => [m, median(r.times.slice(WARM))]));
 for (const [m, r] of runs)
-  console.log(`${m.padEnd(8)} ${ms.get(m)!.toFixed(1).padStart(7)} ms/step (median of ${steps - WARM})  losses ${r.losses.slice(0, 3).map((l) => l.toFixed(5)).join(" ")} ... ${r.losses.at(-1)!.toFixed(5)}`);
+  console.log(`${m.padEnd(8)} ${ms.get(m)!.toFixed(1).padStart(7)} ms/step (median of ${steps - WARM}, best ${Math.min(...r.times.slice(WARM)).toFixed(1)})  losses ${r.losses.slice(0, 3).map((l) => l.toFixed(5)).join(" ")} ... ${r.losses.at(-1)!.toFixed(5)}`);
 const base = runs.get("strict");
 if (base) {
   for (const [m, r] of runs) {

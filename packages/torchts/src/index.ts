@@ -29,12 +29,12 @@ export { var_ as var } from "./ops/reduce.js";
 
 import { sameShape } from "./ir/shape.js";
 import { cacheStats, resetCache } from "./runtime/cache.js";
-import { compileStats, resetCompileStats } from "./compile/index.js";
+import { compileStats, hostScalars, resetCompileStats } from "./compile/index.js";
 import { memoryStats, resetPeakStats } from "./runtime/memory.js";
 import { flushAll } from "./runtime/dispatch.js";
 import { gradcheck } from "./autograd/gradcheck.js";
 
-export const compiler = { cacheStats, resetCache, stats: compileStats, resetStats: resetCompileStats };
+export const compiler = { cacheStats, resetCache, stats: compileStats, resetStats: resetCompileStats, hostScalars };
 export { compile } from "./compile/index.js";
 export type { CompileOptions, CompileStats } from "./compile/index.js";
 export * as profiler from "./runtime/profiler_api.js";

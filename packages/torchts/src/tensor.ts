@@ -6,7 +6,7 @@ import type { DType, HostArray } from "./ir/dtype.js";
 import { contiguousStrides, isContiguous, numel, shapeStr, type Shape } from "./ir/shape.js";
 import { realize } from "./runtime/dispatch.js";
 import { maybeYield } from "./runtime/memory.js";
-import type { Storage } from "./runtime/storage.js";
+import { Storage } from "./runtime/storage.js";
 import { AccumulateGrad, type Node, type TensorHook } from "./autograd/node.js";
 import { formatTensor } from "./format.js";
 
@@ -268,6 +268,7 @@ function sameShapeArr(a: Shape, b: Shape): boolean {
  */
 export function scope<T>(fn: () => T): T {
   const mine: Tensor[] = [];
+  const born = Storage.created;
   liveScope.push(mine);
   let result: T;
   try {
@@ -280,7 +281,10 @@ export function scope<T>(fn: () => T): T {
   for (const t of kept) keepStorages.add(t._storage);
   // grads and autograd state that escape through leaves are kept too
   for (const t of mine) {
-    if (keepStorages.has(t._storage)) continue;
+    // only memory allocated inside the scope: a view made inside it of an outer tensor, or an
+    // in-place write into one (its temporary then points at the outer storage), share the
+    // outer tensor's storage, which must survive
+    if (keepStorages.has(t._storage) || t._storage.serial <= born) continue;
     t._storage.dispose();
   }
   return result;

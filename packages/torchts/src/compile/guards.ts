@@ -1,6 +1,7 @@
 // Guards of a compiled function: what must stay the same for a compiled graph to be reused.
 // Each guard is a labeled part ("arg0.shape") so a recompile can say exactly what changed.
 import { Tensor } from "../tensor.js";
+import { isGradEnabled } from "../autograd/grad_mode.js";
 
 export type GuardParts = Map<string, string>;
 
@@ -45,11 +46,13 @@ export function isModule(x: unknown): x is GuardedModule & { forward: (...a: unk
 
 export function guardParts(args: readonly unknown[], modules: readonly GuardedModule[]): GuardParts {
   const out: GuardParts = new Map();
+  out.set("gradEnabled", String(isGradEnabled())); // a replay recorded without autograd must not serve a call with it
   args.forEach((a, i) => describe(a, `arg${i}`, out, 0));
   modules.forEach((m, k) => {
     out.set(`module${k}.training`, String(m.training));
     const ps: string[] = [];
-    for (const [name, p] of m.namedParameters()) ps.push(`${name}#${idOf(p)}:${p.dtype}[${p.shape.join(",")}]@${p.device}`);
+    for (const [name, p] of m.namedParameters())
+      ps.push(`${name}#${idOf(p)}:${p.dtype}[${p.shape.join(",")}]@${p.device}${p.requiresGrad ? "" : "(frozen)"}`);
     out.set(`module${k}.parameters`, ps.join(" "));
   });
   return out;

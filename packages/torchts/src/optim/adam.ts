@@ -3,6 +3,7 @@
 import type { Tensor } from "../tensor.js";
 import * as M from "../ops/math.js";
 import { zerosLike } from "../ops/creation.js";
+import { hostScalars } from "../compile/host_scalars.js";
 import { Optimizer, checkRange, type ParamGroup, type Params } from "./optimizer.js";
 
 export interface AdamOptions {
@@ -32,7 +33,7 @@ export class Adam extends Optimizer {
   }
   protected _updateGroup(g: ParamGroup): void {
     const [beta1, beta2] = g.betas as [number, number];
-    const { lr, eps, weightDecay: wd } = g;
+    const { eps, weightDecay: wd } = g;
     for (const p of g.params) {
       if (!p.grad) continue;
       let grad = this._grad(p, g);
@@ -41,25 +42,27 @@ export class Adam extends Optimizer {
         st.expAvgSq = zerosLike(p);
         if (g.amsgrad) st.maxExpAvgSq = zerosLike(p);
       });
-      const step = ++st.step;
+      // step-dependent numbers (and the step count) as torch.compile replays them
+      const [decay, bc2Sqrt, stepSize] = hostScalars(() => {
+        const step = ++st.step;
+        return [1 - g.lr * wd, Math.sqrt(1 - beta2 ** step), -g.lr / (1 - beta1 ** step)];
+      });
       if (wd !== 0) {
-        if (this.decoupled) p.mul_(1 - lr * wd);
+        if (this.decoupled) p.mul_(decay!);
         else grad = M.add(grad, p, { alpha: wd });
       }
       const expAvg = st.expAvg as Tensor;
       const expAvgSq = st.expAvgSq as Tensor;
       expAvg.mul_(beta1).add_(grad, { alpha: 1 - beta1 });
       expAvgSq.mul_(beta2).addcmul_(grad, grad, { value: 1 - beta2 });
-      const bc1 = 1 - beta1 ** step;
-      const bc2Sqrt = Math.sqrt(1 - beta2 ** step);
       let second = expAvgSq;
       if (g.amsgrad) {
         const mx = st.maxExpAvgSq as Tensor;
         mx.copy_(M.maximum(mx, expAvgSq));
         second = mx;
       }
-      const denom = M.add(M.div(M.sqrt(second), bc2Sqrt), eps);
-      p.addcdiv_(expAvg, denom, { value: -lr / bc1 });
+      const denom = M.add(M.div(M.sqrt(second), bc2Sqrt!), eps);
+      p.addcdiv_(expAvg, denom, { value: stepSize! });
     }
   }
 }

@@ -2,6 +2,7 @@
 import type { Tensor } from "../tensor.js";
 import * as M from "../ops/math.js";
 import { fullLike, zerosLike } from "../ops/creation.js";
+import { hostScalars } from "../compile/host_scalars.js";
 import { Optimizer, checkRange, type ParamGroup, type Params } from "./optimizer.js";
 
 export interface RMSpropOptions {
@@ -25,7 +26,7 @@ export class RMSprop extends Optimizer {
     super(params, d);
   }
   protected _updateGroup(g: ParamGroup): void {
-    const { lr, alpha, eps, momentum, centered } = g;
+    const { alpha, eps, momentum, centered } = g;
     for (const p of g.params) {
       if (!p.grad) continue;
       let grad = this._grad(p, g);
@@ -34,7 +35,8 @@ export class RMSprop extends Optimizer {
         if (momentum > 0) st.momentumBuffer = zerosLike(p);
         if (centered) st.gradAvg = zerosLike(p);
       });
-      st.step++;
+      // the step count and a scheduler's lr, as torch.compile replays them
+      const [negLr] = hostScalars(() => (st.step++, [-g.lr]));
       if (g.weightDecay !== 0) grad = M.add(grad, p, { alpha: g.weightDecay });
       const sq = st.squareAvg as Tensor;
       sq.mul_(alpha).addcmul_(grad, grad, { value: 1 - alpha });
@@ -48,8 +50,8 @@ export class RMSprop extends Optimizer {
       if (momentum > 0) {
         const buf = st.momentumBuffer as Tensor;
         buf.mul_(momentum).addcdiv_(grad, avg);
-        p.add_(buf, { alpha: -lr });
-      } else p.addcdiv_(grad, avg, { value: -lr });
+        p.add_(buf, { alpha: negLr! });
+      } else p.addcdiv_(grad, avg, { value: negLr! });
     }
   }
 }
@@ -86,13 +88,16 @@ export class Adagrad extends Optimizer {
       let grad = this._grad(p, g);
       const st = this._state(p);
       st.sum ??= fullLike(p, g.initialAccumulatorValue);
-      const step = (st.step = (st.step ?? 0) + 1);
+      // the step count and the decayed lr, as torch.compile replays them
+      const [negClr] = hostScalars(() => {
+        const step = (st.step = (st.step ?? 0) + 1);
+        return [-(g.lr / (1 + (step - 1) * g.lrDecay))];
+      });
       if (g.weightDecay !== 0) grad = M.add(grad, p, { alpha: g.weightDecay });
-      const clr = g.lr / (1 + (step - 1) * g.lrDecay);
       const sum = st.sum as Tensor;
       sum.addcmul_(grad, grad, { value: 1 });
       const std = M.add(M.sqrt(sum), g.eps);
-      p.addcdiv_(grad, std, { value: -clr });
+      p.addcdiv_(grad, std, { value: negClr! });
     }
   }
 }

@@ -2,6 +2,7 @@
 import type { Tensor } from "../tensor.js";
 import * as M from "../ops/math.js";
 import * as S from "../ops/shape_ops.js";
+import { hostScalars } from "../compile/host_scalars.js";
 import { Optimizer, checkRange, type ParamGroup, type Params } from "./optimizer.js";
 
 export interface SGDOptions {
@@ -35,7 +36,8 @@ export class SGD extends Optimizer {
         else buf.mul_(g.momentum).add_(dp, { alpha: 1 - g.dampening });
         dp = g.nesterov ? M.add(dp, buf, { alpha: g.momentum }) : buf;
       }
-      p.add_(dp, { alpha: -g.lr });
+      const [negLr] = hostScalars(() => [-g.lr]); // a scheduler's lr, as torch.compile replays it
+      p.add_(dp, { alpha: negLr! });
     }
   }
 }

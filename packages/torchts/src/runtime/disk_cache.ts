@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { log } from "./logs.js";
 
 /** Bump when generated code changes meaning. */
-export const TORCHTS_VERSION = "0.1.0+fused2";
+export const TORCHTS_VERSION = "0.1.0+fused3";
 
 const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env ?? {};
 const stats = { diskHits: 0, diskMisses: 0, diskWrites: 0, corrupt: 0 };

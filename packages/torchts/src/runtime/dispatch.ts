@@ -8,7 +8,7 @@ import { numel, type Shape } from "../ir/shape.js";
 import { getExecutable } from "./cache.js";
 import { currentOpName, getEagerMode, isAnomalyEnabled, userCallSite } from "./mode.js";
 import { pendingSet, Storage, type Pending, type ViewRef } from "./storage.js";
-import { flushGraph } from "./scheduler.js";
+import { flushGraph, recordHooks } from "./scheduler.js";
 import { profileKernel } from "./profiler.js";
 
 /** Size bound of the lazy graph: recording more pending nodes than this flushes. */
@@ -33,6 +33,7 @@ export function runPrim<P extends PrimName>(
   device: DevicePlugin,
   scalars: number[] = [],
 ): Storage {
+  if (recordHooks.prim) recordHooks.prim(inputs, scalars);
   for (const v of inputs) {
     assertUsable(v);
     if (v.storage.device !== device)
@@ -81,6 +82,7 @@ export function execute(st: Storage, p: Pending): void {
   const exe = getExecutable(dev, { nodes: [p.node] });
   const out = st.allocate();
   const args = p.inputs.map((v) => ({ buf: v.storage.buf!, offset: v.offset }));
+  if (recordHooks.kernel) recordHooks.kernel(exe, p.node.prim, p.inputs, [st], p.scalars, p.node);
   profileKernel(p.node.prim, () => exe.run(args, [out], p.scalars));
 }
 

@@ -28,6 +28,12 @@ interface Plan {
   lastUses: number[][];
 }
 
+/** torch.compile's recorder (src/compile/recorder.ts): sees every prim issued and every kernel run while it records. */
+export const recordHooks: {
+  prim: ((inputs: readonly ViewRef[], scalars: readonly number[]) => void) | null;
+  kernel: ((exe: Executable, name: string, inputs: readonly ViewRef[], outputs: readonly Storage[], scalars: readonly number[], node: IRNode | null) => void) | null;
+} = { prim: null, kernel: null };
+
 const MAX_PLANS = 256;
 const plans = new Map<string, Plan>();
 const stats = { flushes: 0, planHits: 0, planMisses: 0, kernels: 0 };
@@ -239,6 +245,7 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
         return { buf: v.storage.buf!, offset: v.offset };
       });
       const outs = k.outs.map((j) => sts[j]!.allocate());
+      if (recordHooks.kernel) recordHooks.kernel(k.exe, k.name, k.ext.map(([j, i]) => pends[j]!.inputs[i]!), k.outs.map((j) => sts[j]!), [], null);
       profileKernel(k.name, () => k.exe.run(args, outs, []));
       for (const j of k.outs) sts[j]!.pending = null;
     }

@@ -37,6 +37,9 @@ export class Storage {
   /** Bumped by every in-place write; autograd compares it with the version it saved. */
   version = 0;
   disposed = false;
+  /** Storages created so far; torch.scope frees only storages created after it started. */
+  static created = 0;
+  readonly serial = ++Storage.created;
   constructor(
     readonly device: DevicePlugin,
     readonly dtype: DType,

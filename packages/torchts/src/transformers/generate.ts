@@ -3,7 +3,7 @@
 // processor order: repetition penalty, then (sampling) temperature, top-k, top-p, min-p.
 import * as torch from "../index.js";
 import type { Tensor } from "../index.js";
-import { KVCache } from "./kv_cache.js";
+import { KVCache, type KVCacheOptions } from "./kv_cache.js";
 import type { PreTrainedModel } from "./modeling_utils.js";
 
 export interface StreamEvent {
@@ -39,7 +39,9 @@ export interface GenerateOptions {
   blockSize?: number;
   /**
    * Run prefill and decode as two torch.compile'd step functions: each step is one fused graph,
-   * and decode steps inside a KV block reuse the same schedule and kernels.
+   * and after two or three recorded calls the decode steps inside a KV block replay the recorded
+   * kernels (no op library or dispatch per op). The model keeps the compiled steps and the KV
+   * cache for the next compiled generate() with the same cache shape.
    */
   compile?: boolean;
 }
@@ -115,6 +117,56 @@ export function chooseToken(scores: Float64Array, history: number[], o: Generate
   return argmax(p);
 }
 
+type Step = (x: Tensor, keyMask: Tensor, pos: Tensor, cachePosition: Tensor) => Tensor;
+
+/**
+ * `compile: true` keeps, per model, the KV cache and the two compiled step functions of the last
+ * generation: the next generate() with the same cache shape reuses them, so its steps replay
+ * the kernels recorded before instead of recording again. (The cache's memory stays with the
+ * model until a generation needs another shape, or the model is garbage-collected.)
+ */
+interface CompiledSession {
+  key: string;
+  cache: KVCache;
+  prefill: Step;
+  decode: Step;
+  busy: boolean;
+  kept: boolean;
+}
+const sessions = new WeakMap<PreTrainedModel, CompiledSession>();
+
+function compiledSession(model: PreTrainedModel, opts: KVCacheOptions): CompiledSession {
+  const bs = opts.blockSize ?? KVCache.defaultBlockSize;
+  const key = JSON.stringify({ ...opts, maxLength: Math.ceil(opts.maxLength / bs) * bs, blockSize: bs });
+  const old = sessions.get(model);
+  if (old && !old.busy && old.key === key && !old.cache.disposed) {
+    old.cache.reset();
+    old.busy = true;
+    return old;
+  }
+  const cache = new KVCache(opts);
+  // compiled steps get everything that changes per step as tensor arguments and leave the
+  // cache's host bookkeeping to the generate loop, so torch.compile can replay a step's kernels
+  const traced: Step = (x, keyMask, pos, cachePosition) =>
+    torch.noGrad(() =>
+      model.forward(x, { attentionMask: keyMask, positionIds: pos, cachePosition, cache, logitsToKeep: 1, advanceCache: false }).logits.select(1, -1).to("float32"),
+    );
+  const name = model.constructor.name;
+  const s: CompiledSession = {
+    key,
+    cache,
+    prefill: torch.compile(traced, { modules: [model], name: `${name}.prefill` }),
+    decode: torch.compile(traced, { modules: [model], name: `${name}.decode` }),
+    busy: true,
+    kept: !old?.busy, // a generation already running on this model keeps its session
+  };
+  if (s.kept) {
+    old?.cache.dispose();
+    sessions.set(model, s);
+  }
+  return s;
+}
+
 export async function generate(model: PreTrainedModel, input: number[] | number[][], o: GenerateOptions = {}): Promise<GenerateOutput> {
   const rows = (input.length > 0 && Array.isArray(input[0]) ? input : [input]) as number[][];
   if (rows.length === 0 || rows.some((r) => r.length === 0)) throw new RangeError("generate: every prompt needs at least one token");
@@ -130,19 +182,35 @@ export async function generate(model: PreTrainedModel, input: number[] | number[
   const mask = rows.map((r) => [...new Array<number>(L - r.length).fill(0), ...new Array<number>(r.length).fill(1)]);
   const device = model.device;
   const { layers, kvHeads, headDim } = model.cacheShape();
-  const cache = new KVCache({ batchSize: B, layers, kvHeads, headDim, maxLength: L + maxNew, blockSize: o.blockSize, dtype: model.dtype, device });
+  const cacheOpts = { batchSize: B, layers, kvHeads, headDim, maxLength: L + maxNew, blockSize: o.blockSize, dtype: model.dtype, device };
+  const session = o.compile ? compiledSession(model, cacheOpts) : null;
+  const cache = session?.cache ?? new KVCache(cacheOpts);
   const random = rng(o.seed ?? 0);
   const newTokens: number[][] = rows.map(() => []);
   const done = rows.map(() => maxNew <= 0);
   try {
     // last-position logits [B, V]; the mask and cache are read from the enclosing scope
     const run = (x: Tensor): Tensor =>
-      torch.noGrad(() => model.forward(x, { attentionMask: mask, cache }).logits.select(1, -1).to("float32"));
-    const prefill = o.compile ? torch.compile(run, { modules: [model], name: `${model.constructor.name}.prefill` }) : run;
-    const decode = o.compile ? torch.compile(run, { modules: [model], name: `${model.constructor.name}.decode` }) : run;
+      torch.noGrad(() => model.forward(x, { attentionMask: mask, cache, logitsToKeep: 1 }).logits.select(1, -1).to("float32"));
+    // eager steps free their intermediates at once: the next step reuses that memory (fresh
+    // memory is slow to touch) instead of waiting for the garbage collector
+    const eager = (x: Tensor): Tensor => torch.scope(() => run(x));
+    const compiled = session ? [session.prefill, session.decode] : null;
+    const forward = (x: Tensor, t: number): Tensor => {
+      if (!compiled) return eager(x);
+      const n = x.shape[1]!;
+      const start = cache.length;
+      const lk = cache.viewLength(start + n);
+      const keys = new Float32Array(B * lk);
+      for (let b = 0; b < B; b++) for (let j = 0; j < start + n; j++) keys[b * lk + j] = mask[b]![j]!;
+      const pos = model.positionIdsFor(mask, start, n, device);
+      const out = compiled[t === 0 ? 0 : 1]!(x, torch.tensor(keys, { device }).reshape(B, lk), pos, torch.tensor([start], { dtype: "int64", device }));
+      cache.advance(n);
+      return out;
+    };
     let step = torch.tensor(ids, { dtype: "int64", device });
     for (let t = 0; t < maxNew; t++) {
-      const last = t === 0 ? prefill(step) : decode(step);
+      const last = forward(step, t);
       const V = last.shape[1]!;
       const host = await last.data();
       const next: number[] = [];
@@ -151,7 +219,8 @@ export async function generate(model: PreTrainedModel, input: number[] | number[
           next.push(pad);
           continue;
         }
-        const scores = Float64Array.from({ length: V }, (_, i) => Number((host as ArrayLike<number>)[b * V + i]));
+        const row = host as ArrayLike<number> & { subarray?: (a: number, b: number) => ArrayLike<number> };
+        const scores = row.subarray ? Float64Array.from(row.subarray(b * V, (b + 1) * V)) : Float64Array.from({ length: V }, (_, i) => Number(row[b * V + i]));
         // the history is read only by the repetition penalty
         const history = (o.repetitionPenalty ?? 1) !== 1 ? [...rows[b]!, ...newTokens[b]!] : [];
         const tok = chooseToken(scores, history, o, random);
@@ -169,7 +238,8 @@ export async function generate(model: PreTrainedModel, input: number[] | number[
       step = torch.tensor(next.map((x) => [x]), { dtype: "int64", device });
     }
   } finally {
-    cache.dispose();
+    if (session) session.busy = false;
+    if (!session?.kept) cache.dispose();
   }
   return { sequences: rows.map((r, b) => [...r, ...newTokens[b]!]), newTokens };
 }

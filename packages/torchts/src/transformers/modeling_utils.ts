@@ -132,20 +132,71 @@ export function ropeCosSin(invFreq: Tensor, positionIds: Tensor, dtype: DType): 
   return [emb.cos().to(dtype).unsqueeze(1), emb.sin().to(dtype).unsqueeze(1)];
 }
 
+/** Signed rotate_half as a matrix [dim, dim]: x @ P = rotate_half(x) = cat(-x2, x1). */
+export function rotateHalfMatrix(dim: number, device: string): Tensor {
+  const d = dim / 2;
+  const p = new Float32Array(dim * dim);
+  for (let j = 0; j < d; j++) {
+    p[(j + d) * dim + j] = -1; // out[j] = -x[j + d]
+    p[j * dim + j + d] = 1; // out[j + d] = x[j]
+  }
+  return torch.tensor(p, { device }).reshape(dim, dim);
+}
+
+/**
+ * RoPE tables for one forward. A single-token step (L = 1) applies RoPE as one matmul per
+ * tensor, x @ rot with rot [B, 1, dim, dim] = diag(cos) + P diag(sin) (P: rotateHalfMatrix),
+ * instead of the five elementwise ops and a cat of x * cos + rotate_half(x) * sin.
+ */
+export interface RopeTables {
+  cos: Tensor; // [B, 1, L, dim]
+  sin: Tensor;
+  rot: Tensor | null; // [B, 1, dim, dim] when L = 1
+}
+
+export function ropeTables(invFreq: Tensor, positionIds: Tensor, dtype: DType, eye: Tensor, perm: Tensor): RopeTables {
+  const [cos, sin] = ropeCosSin(invFreq, positionIds, dtype);
+  if (positionIds.shape[1] !== 1) return { cos, sin, rot: null };
+  // cos/sin [B, 1, 1, dim] scale the columns of eye / P
+  return { cos, sin, rot: eye.to(dtype).mul(cos).add(perm.to(dtype).mul(sin)) };
+}
+
+export function applyRope(x: Tensor, r: RopeTables): Tensor {
+  return r.rot ? x.matmul(r.rot) : x.mul(r.cos).add(rotateHalf(x).mul(r.sin));
+}
+
 export function rotateHalf(x: Tensor): Tensor {
   const d = x.shape[x.ndim - 1]! / 2;
   return torch.cat([x.narrow(-1, d, d).neg(), x.narrow(-1, 0, d)], -1);
 }
 
 export interface ForwardOptions {
-  /** [B, Lk] 1 = real token, 0 = padding, over all positions so far (cache + new); default all ones. */
-  attentionMask?: number[][];
+  /**
+   * [B, Lk] 1 = real token, 0 = padding, over all positions so far (cache + new); default all ones.
+   * As a tensor it may be longer than that (entries past the new tokens are ignored): the mask is
+   * then built on the device, so a compiled step that gets it as an argument (with `positionIds`
+   * and `cachePosition`) does no host work per call and can be replayed.
+   */
+  attentionMask?: number[][] | Tensor;
   /** [B, L] positions of the new tokens; default from attentionMask (cumsum - 1), or cache position. */
   positionIds?: Tensor;
   /** Reads and extends this cache. */
   cache?: KVCache;
+  /** [1] int64: cache index of the first new token (transformers' cache_position[0]); default the cache's length. */
+  cachePosition?: Tensor;
+  /**
+   * Advance the cache past the new tokens at the end of forward (default true). A caller that
+   * compiles the step passes false and calls `cache.advance(L)` itself, outside the compiled
+   * function (a replayed step runs no host code).
+   */
+  advanceCache?: boolean;
   /** Return the residual stream: [embeddings, after each layer..., after the final norm]. */
   outputHiddenStates?: boolean;
+  /**
+   * Logits only for the last `logitsToKeep` positions (transformers' `logits_to_keep`; 0 or
+   * unset = all): generation needs only the last one, which skips most of the lm_head work.
+   */
+  logitsToKeep?: number;
 }
 
 export interface CausalLMOutput {
@@ -180,7 +231,7 @@ export abstract class PreTrainedModel extends nn.Module {
   }
 
   /** Position ids [B, L] for the new tokens: cumsum(mask) - 1 with padding at 1, as HF generate. */
-  positionIdsFor(mask: number[][], start: number, length: number): Tensor {
+  positionIdsFor(mask: number[][], start: number, length: number, device = this.device): Tensor {
     const B = mask.length;
     const out = new Float64Array(B * length);
     for (let b = 0; b < B; b++) {
@@ -191,28 +242,67 @@ export abstract class PreTrainedModel extends nn.Module {
         if (j >= start) out[b * length + j - start] = m ? c - 1 : 1;
       }
     }
-    return torch.tensor(out, { dtype: "int64", device: this.device }).reshape(B, length);
+    return torch.tensor(out, { dtype: "int64", device }).reshape(B, length);
   }
 
-  /** What every forward derives from its inputs: the cache window, the key mask and the position ids. */
-  protected forwardInputs(inputIds: Tensor, opts: ForwardOptions) {
+  /**
+   * What every forward derives from its inputs: the cache window, the position ids and the
+   * additive attention mask [B, 1, L, lk] per sliding window (null = full attention), built once.
+   */
+  protected forwardInputs(inputIds: Tensor, opts: ForwardOptions, dtype: DType) {
     const [B, L] = inputIds.shape as [number, number];
     const cache = opts.cache;
     const start = cache?.length ?? 0;
     const lk = cache ? cache.viewLength(start + L) : L;
-    const keyMask = opts.attentionMask ?? Array.from({ length: B }, () => new Array<number>(start + L).fill(1));
-    const pos = opts.positionIds ?? this.positionIdsFor(keyMask, start, L);
-    return { L, cache, start, lk, keyMask, pos };
+    const device = inputIds.device;
+    const am = opts.attentionMask;
+    const masks = new Map<number | null, Tensor>();
+    if (am instanceof torch.Tensor) {
+      if (am.ndim !== 2 || am.shape[0] !== B || am.shape[1]! < Math.max(start + L, lk))
+        throw new RangeError(`${this.constructor.name}.forward: attentionMask tensor must be [${B}, >= ${Math.max(start + L, lk)}], got [${am.shape.join(", ")}]`);
+      const cachePos = opts.cachePosition ?? torch.tensor([start], { dtype: "int64", device });
+      const keys = am.narrow(1, 0, lk).ne(0); // [B, lk]
+      // query t sits at cache index cachePos + t
+      const qi = cachePos.view(1, 1).add(torch.arange(L, { dtype: "int64", device }).view(L, 1)); // [L, 1]
+      const kj = torch.arange(lk, { dtype: "int64", device }); // [lk]
+      const causal = kj.le(qi); // [L, lk]
+      const pos =
+        opts.positionIds ??
+        torch.noGrad(() => {
+          // cumsum(mask) - 1, padding at 1, over positions [cachePos, cachePos + L)
+          const m = am.narrow(1, 0, lk).to("int64");
+          const c = torch.where(m.ne(0), m.cumsum(1).sub(1), 1); // [B, lk]
+          return c.gather(1, qi.view(1, L).expand(B, L));
+        });
+      const maskFor = (window: number | null): Tensor => {
+        if (!masks.has(window)) {
+          let ok = causal.unsqueeze(0).logicalAnd(keys.unsqueeze(1)); // [B, L, lk]
+          if (window !== null) ok = ok.logicalAnd(qi.sub(kj).lt(window).unsqueeze(0));
+          // 1 * min for masked keys, 0 (exactly) for the others: the same values as buildMask
+          masks.set(window, ok.logicalNot().to(dtype).mul(maskMin(dtype)).unsqueeze(1));
+        }
+        return masks.get(window)!;
+      };
+      return { L, cache, start, lk, pos, maskFor };
+    }
+    const keyMask = am ?? Array.from({ length: B }, () => new Array<number>(start + L).fill(1));
+    const pos = opts.positionIds ?? this.positionIdsFor(keyMask, start, L, device);
+    const maskFor = (window: number | null): Tensor => {
+      if (!masks.has(window)) masks.set(window, buildMask(keyMask, start, L, lk, window, dtype, device));
+      return masks.get(window)!;
+    };
+    return { L, cache, start, lk, pos, maskFor };
   }
 
   /** Advance the cache past the L new tokens, apply the final norm and lm_head, and collect the hidden states. */
   protected finishForward(h: Tensor, hidden: Tensor[], L: number, opts: ForwardOptions, norm: { forward(x: Tensor): Tensor }, lmHead: Linear): CausalLMOutput {
-    opts.cache?.advance(L);
+    if (opts.advanceCache ?? true) opts.cache?.advance(L);
+    const keep = opts.logitsToKeep ?? 0;
+    const last = (t: Tensor) => (keep > 0 && keep < L ? t.narrow(1, L - keep, keep) : t);
+    if (!opts.outputHiddenStates) return { logits: lmHead.forward(norm.forward(last(h))) }; // norm is per position
     h = norm.forward(h);
-    const logits = lmHead.forward(h); // [B, L, vocab]
-    if (!opts.outputHiddenStates) return { logits };
     hidden.push(h);
-    return { logits, hiddenStates: hidden };
+    return { logits: lmHead.forward(last(h)), hiddenStates: hidden };
   }
 
   /** Replace every parameter with the checkpoint's tensor; errors name missing, unexpected and mis-shaped keys. */

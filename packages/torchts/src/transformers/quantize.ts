@@ -1,13 +1,14 @@
 // Weight-only quantization of Linear layers (and GPT-2's Conv1D): int8 with one scale per output
 // channel, int4 with one scale per group of `groupSize` inputs (symmetric, stored as unsigned
-// nibbles with zero point 8, two per byte). Activations stay in floating point: each forward
-// dequantizes the weight (q * scale) and runs the ordinary linear op.
+// nibbles with zero point 8, two per byte). Activations stay in floating point: the forward is
+// the quantized linear op (nn/functional/quantized.ts), which the cpu runs on the quantized
+// weight directly and other devices by dequantizing (q * scale) and running the ordinary linear.
 import * as torch from "../index.js";
 import type { Tensor } from "../index.js";
 import { Linear } from "./modeling_utils.js";
 import { Conv1D } from "./models/gpt2.js";
+import { dequantizeInt4, dequantizeInt8, linearInt4, linearInt8 } from "../nn/functional/quantized.js";
 const { nn } = torch;
-const F = nn.functional;
 
 export interface QuantizeOptions {
   bits: 8 | 4;
@@ -30,14 +31,10 @@ export class Int8Linear extends nn.Module {
     this.registerBuffer("bias", bias);
   }
   dequantize(): Tensor {
-    const [O, I] = this.qweight.shape as [number, number];
-    const G = this.scale.shape[1]!;
-    const q = this.qweight.to(this.scale.dtype);
-    if (G === 1) return q.mul(this.scale);
-    return q.reshape(O, G, I / G).mul(this.scale.unsqueeze(-1)).reshape(O, I);
+    return dequantizeInt8(this.qweight, this.scale);
   }
   override forward(x: Tensor): Tensor {
-    return F.linear(x, this.dequantize().to(x.dtype), this.bias);
+    return linearInt8(x, this.qweight, this.scale, this.bias);
   }
 }
 
@@ -56,15 +53,10 @@ export class Int4Linear extends nn.Module {
     this.registerBuffer("bias", bias);
   }
   dequantize(): Tensor {
-    const [O] = this.packed.shape as [number];
-    const p = this.packed.to("int32");
-    const lo = p.bitwiseAnd(15);
-    const hi = p.floorDivide(16);
-    const q = torch.stack([lo, hi], -1).reshape(O, this.inFeatures / this.groupSize, this.groupSize); // [O, G, gs]
-    return q.sub(8).to(this.scales.dtype).mul(this.scales.unsqueeze(-1)).reshape(O, this.inFeatures);
+    return dequantizeInt4(this.packed, this.scales, this.inFeatures, this.groupSize);
   }
   override forward(x: Tensor): Tensor {
-    return F.linear(x, this.dequantize().to(x.dtype), this.bias);
+    return linearInt4(x, this.packed, this.scales, this.bias, this.inFeatures, this.groupSize);
   }
 }
 

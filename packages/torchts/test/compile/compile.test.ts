@@ -137,9 +137,14 @@ test("compile: intermediates are freed after their last use and recomputed if re
     return kept.exp().sum(1).log();
   });
   f(a);
-  const before = torch.memory.stats().liveBuffers;
+  f(a); // the second recorded call builds the replay program (whose intermediate buffers stay allocated)
+  let before = torch.memory.stats().liveBuffers;
+  f(a); // replays
+  before = torch.memory.stats().liveBuffers - before; // the first replay allocates the spare buffers of written state (none here)
+  const b0 = torch.memory.stats().liveBuffers;
   const out = f(a);
-  assert.equal(torch.memory.stats().liveBuffers - before, 1, "only the returned value is left in memory");
+  assert.equal(before, 1, "a replay leaves only the returned value in memory");
+  assert.equal(torch.memory.stats().liveBuffers - b0, 1, "only the returned value is left in memory");
   const want = torch.withEagerMode("strict", () => a.matmul(a.t()).mul(scale));
   assert.deepEqual(await kept!.tolist(), await want.tolist(), "a freed intermediate is recomputed on read");
   assert.deepEqual(await out.tolist(), await torch.withEagerMode("strict", () => want.exp().sum(1).log().tolist()));

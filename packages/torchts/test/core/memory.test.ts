@@ -123,3 +123,23 @@ test("memory: stats track allocations and peak", () => {
   assert.equal(s2.liveBytes, s0.liveBytes);
   assert.equal(s2.peakBytes, s0.liveBytes + 8192);
 });
+
+test("memory: torch.scope leaves outer tensors usable after views of them and in-place writes into them", async () => {
+  for (const mode of ["strict", "fused"] as const)
+    await torch.withEagerMode(mode, async () => {
+      const x = torch.zeros(4);
+      const s = torch.scope(() => x.narrow(0, 0, 2).sum()); // a view of x made inside the scope
+      torch.scope(() => {
+        x.copy_(torch.where(torch.tensor([true, false, true, false]), torch.ones(4), x));
+      });
+      torch.scope(() => {
+        x.narrow(0, 1, 2).copy_(torch.ones(2).mul(2));
+      });
+      torch.scope(() => {
+        x.add_(1);
+      });
+      assert.equal(x.isDisposed, false, mode);
+      assert.deepEqual(await x.tolist(), [2, 3, 3, 1], mode);
+      assert.equal(await s.item(), 0);
+    });
+});

@@ -1,6 +1,7 @@
 // Golden op cases under torch.compile: each case's forward and backward (the weighted-sum loss
 // of ops.test.ts) are one compiled function; outputs and gradients must match PyTorch with the
-// same tolerance table as eager. Each case runs twice: the second call replays the compiled entry.
+// same tolerance table as eager. Each case runs three times: the first two calls run (and record)
+// the function, the third replays the recorded kernels.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -62,7 +63,7 @@ async function runCase(c: CaseSpec): Promise<void> {
     },
     { name: c.name },
   );
-  for (let call = 0; call < 2; call++) {
+  for (let call = 0; call < 3; call++) {
     for (const x of Object.values(inputs)) x.grad = null;
     const outs = step(inputs);
     for (const o of c.outputs) {

@@ -103,3 +103,88 @@ test("KV cache: preallocated blocks; decode steps inside a block compile nothing
   assert.throws(() => cache.update(0, torch.zeros(1, 2, 60, 24), torch.zeros(1, 2, 60, 24)), /exceeds the capacity of 64/);
   cache.dispose();
 });
+
+test("KV cache across block boundaries: tiny blocks give the golden continuations (strict, fused, compiled)", async () => {
+  for (const name of ["llama_gqa", "gpt2"] as const) {
+    const m = await AutoModelForCausalLM.fromPretrained(fixtureDir(name));
+    const [p0, p1] = expected(name).prompts as [ReturnType<typeof expected>["prompts"][0], ReturnType<typeof expected>["prompts"][0]];
+    for (const mode of ["strict", "fused", "compiled"] as const)
+      for (const blockSize of [3, 4]) {
+        const out = await torch.withEagerMode(mode === "compiled" ? "strict" : mode, () =>
+          m.generate([p0.input_ids, p1.input_ids.slice(0, 5)], { maxNewTokens: 16, stopTokenIds: [], blockSize, compile: mode === "compiled" }),
+        );
+        assert.deepEqual(out.newTokens[0], p0.greedy_continuation, `${name} ${mode} blockSize ${blockSize}`);
+        const alone = await m.generate(p1.input_ids.slice(0, 5), { maxNewTokens: 16, stopTokenIds: [] });
+        assert.deepEqual(out.newTokens[1], alone.newTokens[0], `${name} ${mode} blockSize ${blockSize}: short row`);
+      }
+  }
+});
+
+test("KV cache: prefill after decode steps (several tokens at once) keeps the cache consistent", async () => {
+  const m = await AutoModelForCausalLM.fromPretrained(fixtureDir("qwen2_tied"));
+  const p = expected("qwen2_tied").prompts[0]!;
+  const seq = p.full_sequence;
+  const ref = await torch.noGrad(() => m.forward(torch.tensor([seq])).logits).select(1, -1);
+  const cache = new KVCache({ batchSize: 1, ...m.cacheShape(), maxLength: seq.length, blockSize: 4 });
+  // blocks of 4: 5 tokens, 2 single steps (into the tail), 6 tokens (the tail lands in the big
+  // buffer first), 3 single steps (crossing a block), 4 tokens, then single steps to the end
+  const chunks = [5, 1, 1, 6, 1, 1, 1, 4];
+  let at = 0;
+  let logits: torch.Tensor | null = null;
+  for (const n of [...chunks, ...new Array<number>(seq.length - chunks.reduce((a, b) => a + b, 0)).fill(1)]) {
+    logits = torch.noGrad(() => m.forward(torch.tensor([seq.slice(at, at + n)]), { cache, logitsToKeep: 1 }).logits);
+    assert.equal(logits.shape[1], 1);
+    at += n;
+  }
+  assert.equal(cache.length, seq.length);
+  const diff = await logits!.select(1, -1).sub(ref).abs().max().item();
+  assert.ok(diff < 1e-4, `last logits differ by ${diff}`);
+  cache.dispose();
+});
+
+test("compiled generate: decode steps are replayed (no host work, no recompiles) and give the golden tokens", async () => {
+  const m = await AutoModelForCausalLM.fromPretrained(fixtureDir("llama_gqa"));
+  const p = expected("llama_gqa").prompts[0]!;
+  torch.compiler.resetStats();
+  // prompt 8 + 16 new tokens in blocks of 32: one decode entry, recorded until two recordings
+  // agree (the first call creates the entry's state), then replayed
+  const out = await m.generate(p.input_ids, { maxNewTokens: 16, stopTokenIds: [], compile: true });
+  assert.deepEqual(out.newTokens[0], p.greedy_continuation);
+  const s = torch.compiler.stats();
+  assert.equal(s.recompiles, 0, JSON.stringify(s.recompileReasons));
+  assert.deepEqual(s.replayDisabled, []);
+  assert.ok(s.replays >= 15 - 3, JSON.stringify(s)); // 15 decode calls, at most three recorded
+});
+
+test("forward: a tensor attentionMask (mask built on the device) and logitsToKeep match the host path", async () => {
+  for (const name of ["qwen3_qknorm", "gpt2"] as const) {
+    const m = await AutoModelForCausalLM.fromPretrained(fixtureDir(name));
+    const p = expected(name).prompts[1]!;
+    const ids = [[0, 0, ...p.input_ids.slice(0, 6)], p.input_ids.slice(0, 8)];
+    const mask = [[0, 0, 1, 1, 1, 1, 1, 1], new Array<number>(8).fill(1)];
+    const host = torch.noGrad(() => m.forward(torch.tensor(ids), { attentionMask: mask }).logits);
+    // longer than needed: entries past the new tokens are ignored
+    const maskT = torch.tensor(mask.map((r) => [...r, 1, 1]), { dtype: "float32" });
+    const dev = torch.noGrad(() => m.forward(torch.tensor(ids), { attentionMask: maskT }).logits);
+    assert.equal(await host.sub(dev).abs().max().item(), 0, `${name}: device mask`);
+    const last2 = torch.noGrad(() => m.forward(torch.tensor(ids), { attentionMask: mask, logitsToKeep: 2 }).logits);
+    assert.deepEqual(last2.shape, [2, 2, m.config.vocabSize]);
+    assert.ok((await host.narrow(1, 6, 2).sub(last2).abs().max().item()) < 1e-5, `${name}: logitsToKeep`);
+  }
+});
+
+test("compiled generate: a later call with the same cache shape reuses the cache and replays from the start", async () => {
+  const m = await AutoModelForCausalLM.fromPretrained(fixtureDir("qwen2_tied"));
+  const [p0, p1] = expected("qwen2_tied").prompts as [ReturnType<typeof expected>["prompts"][0], ReturnType<typeof expected>["prompts"][0]];
+  const opts = { maxNewTokens: 16, stopTokenIds: [], compile: true };
+  assert.deepEqual((await m.generate(p0.input_ids, opts)).newTokens[0], p0.greedy_continuation);
+  torch.compiler.resetStats();
+  assert.deepEqual((await m.generate(p0.input_ids, opts)).newTokens[0], p0.greedy_continuation);
+  const s = torch.compiler.stats();
+  assert.equal(s.replays, 15, JSON.stringify(s)); // every decode step (prefill ran twice before: recorded, not yet replayed)
+  // another prompt into the same (stale) cache, and two generations at once on one model
+  const [a, b] = await Promise.all([m.generate(p1.input_ids, opts), m.generate(p0.input_ids, opts)]);
+  assert.deepEqual(a.newTokens[0], p1.greedy_continuation);
+  assert.deepEqual(b.newTokens[0], p0.greedy_continuation);
+  assert.deepEqual((await m.generate(p1.input_ids, opts)).newTokens[0], p1.greedy_continuation);
+});

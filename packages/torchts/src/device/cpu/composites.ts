@@ -3,10 +3,21 @@
 // `overrides` set is this table's keys, so the op library decomposes everything else.
 import type { CompositeName, IRNode } from "../../ir/prims.js";
 import type { Kernel } from "./codegen.js";
+import { attentionKernel } from "./attention_kernel.js";
+import { linearQuantKernel } from "./quant_kernels.js";
+import { conv2dKernel } from "./wasm/conv.js";
+import { logSoftmaxComposite, softmaxComposite } from "./softmax.js";
 
 export type CompositeBuilder = (n: IRNode<"composite">) => Kernel;
 
-export const CPU_COMPOSITES: Partial<Record<CompositeName, CompositeBuilder>> = {};
+export const CPU_COMPOSITES: Partial<Record<CompositeName, CompositeBuilder>> = {
+  linearInt8: linearQuantKernel(8),
+  linearInt4: linearQuantKernel(4),
+  attention: attentionKernel,
+  conv2d: conv2dKernel,
+  softmax: softmaxComposite,
+  logSoftmax: logSoftmaxComposite,
+};
 
 export function buildComposite(n: IRNode<"composite">): Kernel {
   const b = CPU_COMPOSITES[n.params.name];

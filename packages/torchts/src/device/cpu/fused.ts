@@ -1,6 +1,8 @@
-// JS code generation for fused multi-node kernels (elementwise chains, and reductions with an
-// elementwise prologue and epilogue). Every intermediate is rounded to its dtype exactly as a
-// typed-array store would round it, so fused results are bit-identical to strict eager.
+// Fused multi-node kernels (elementwise chains, and reductions with an elementwise prologue and
+// epilogue): a JS kernel generated here, and in front of it, for the float32 patterns it covers,
+// a wasm SIMD kernel generated at load time (wasm/fused_wasm.ts). Every intermediate is rounded
+// to its dtype exactly as a typed-array store would round it, so fused results are bit-identical
+// to strict eager in both.
 import type { DType } from "../../ir/dtype.js";
 import type { IRNode, PrimParams } from "../../ir/prims.js";
 import { contiguousStrides } from "../../ir/shape.js";
@@ -8,8 +10,26 @@ import type { FusedGraph } from "../../runtime/fused_graph.js";
 import { collapse, storeExpr, type Arr } from "./codegen.js";
 import { BINARY, UNARY, castExpr } from "./kernels.js";
 import { H } from "./math.js";
+import { wasmRuntime } from "./wasm/runtime.js";
+import { buildWasmFused } from "./wasm/fused_wasm.js";
+import { strictUsesSumRows } from "./wasm/fused_reduce.js";
 
 export type FusedKernel = (outs: Arr[], ins: Arr[], offs: number[]) => void;
+
+// float32 exp/tanh/sigmoid are the wasm VMath approximations whenever the wasm backend is on
+// (that is what strict eager runs); generated JS calls them through W, bound at load time.
+const VMATH_OPS = new Set(["exp", "tanh", "sigmoid"]);
+interface WMath {
+  on: boolean;
+  exp(x: number): number;
+  tanh(x: number): number;
+  sigmoid(x: number): number;
+}
+function wmath(): WMath {
+  const rt = wasmRuntime();
+  if (rt) return { on: true, exp: rt.exports.vm_exp!, tanh: rt.exports.vm_tanh!, sigmoid: rt.exports.vm_sigmoid! };
+  return { on: false, exp: Math.exp, tanh: Math.tanh, sigmoid: (x) => 1 / (1 + Math.exp(-x)) };
+}
 
 /** The value a typed array of dtype d would hold after storing expr. */
 function roundExpr(expr: string, d: DType): string {
@@ -41,8 +61,11 @@ const REDUCE_SPEC: Record<PrimParams["reduce"]["op"], [string, string]> = {
 function nodeExpr(n: IRNode, xs: string[]): string {
   const d = n.inputs[0]!.dtype;
   switch (n.prim) {
-    case "unary":
-      return UNARY[(n as IRNode<"unary">).params.op](xs[0]!, d);
+    case "unary": {
+      const op = (n as IRNode<"unary">).params.op;
+      if (d === "float32" && VMATH_OPS.has(op)) return `W.${op}(${xs[0]})`;
+      return UNARY[op](xs[0]!, d);
+    }
     case "binary":
       return BINARY[(n as IRNode<"binary">).params.op](xs[0]!, xs[1]!, d);
     case "where":
@@ -121,7 +144,12 @@ function reductionSource(g: FusedGraph): string {
   let inner = emitNodes(g, 0, r, idx, (k) => `I${k}`, (k) => `o${k}`);
   for (let j = 0; j < r; j++) if (outIdx.has(j)) inner += `O${outIdx.get(j)}[${idx(cs)}]=v${j};`;
   const src = g.srcs[r]![0]!;
-  inner += `const x=${"node" in src ? `v${src.node}` : `I${src.ext}[o${src.ext}+${idx(red.inputs[0]!.strides)}]`};${REDUCE_SPEC[op][1]}`;
+  const lanes = strictUsesSumRows(red);
+  // strict's wasm sum_rows: 4 float32 lanes over the vector part, combined, then the tail in order
+  const combine = lanes
+    ? `if(!W.on){acc+=x;}else if(j<vend){const l=j&3;L[l]=Math.fround(L[l]+x);if(j===vend-1)acc=Math.fround(Math.fround(Math.fround(L[0]+L[1])+L[2])+L[3]);}else acc=Math.fround(acc+x);j++;`
+    : REDUCE_SPEC[op][1];
+  inner += `const x=${"node" in src ? `v${src.node}` : `I${src.ext}[o${src.ext}+${idx(red.inputs[0]!.strides)}]`};${combine}`;
   for (let k = axes.length - 1; k >= 0; k--) {
     const d = axes[k]!;
     inner = `for(let i${d}=0;i${d}<${shape[d]};i${d}++){${inner}}`;
@@ -130,12 +158,14 @@ function reductionSource(g: FusedGraph): string {
   let epi = axes.map((d) => `const i${d}=0;`).join("") + `const v${r}=${roundExpr("acc", red.out.dtype)};`;
   epi += emitNodes(g, r + 1, g.nodes.length, idx, (k) => `I${k}`, (k) => `o${k}`);
   for (let j = r; j < g.nodes.length; j++) if (outIdx.has(j)) epi += `O${outIdx.get(j)}[p]=v${j};`;
-  let code = `let acc=${REDUCE_SPEC[op][0]};${inner}{${epi}}p++;`;
+  const init = lanes ? "L[0]=L[1]=L[2]=L[3]=0;let j=0;" : "";
+  let code = `let acc=${REDUCE_SPEC[op][0]};${init}${inner}{${epi}}p++;`;
   for (let k = kept.length - 1; k >= 0; k--) {
     const d = kept[k]!;
     code = `for(let i${d}=0;i${d}<${shape[d]};i${d}++){${code}}`;
   }
-  return `return function(outs,ins,offs){${header(g, numExtOf(g))}const n=${n};let p=0;${code}}`;
+  const decl = lanes ? `const L=new Float64Array(4),vend=${n & ~3};` : "";
+  return `${decl}return function(outs,ins,offs){${header(g, numExtOf(g))}const n=${n};let p=0;${code}}`;
 }
 
 /**
@@ -155,12 +185,27 @@ function matmulEpilogue(g: FusedGraph): FusedGraph {
   };
 }
 
-/** The JS source of a fused kernel: what the disk cache stores. */
+const SPEC = "//wasm:";
+
+/**
+ * The source of a fused kernel (what the disk cache stores): the JS kernel, preceded by the
+ * graph as a JSON comment from which loadFused generates the wasm kernel when wasm is on.
+ */
 export function fusedSource(g: FusedGraph): string {
-  if (g.kind === "matmul") return elementwiseSource(matmulEpilogue(g));
-  return g.kind === "reduction" ? reductionSource(g) : elementwiseSource(g);
+  const body = g.kind === "matmul" ? matmulEpilogue(g) : g;
+  const js = body.kind === "reduction" ? reductionSource(body) : elementwiseSource(body);
+  const spec = { kind: body.kind, reduceAt: body.reduceAt, nodes: body.nodes, srcs: body.srcs, outputs: body.outputs };
+  return `${SPEC}${JSON.stringify(spec)}\n${js}`;
 }
 
+/** The JS kernel of a source, with the wasm kernel in front of it when one can be built. */
 export function loadFused(source: string): FusedKernel {
-  return new Function("H", source)(H) as FusedKernel;
+  const js = new Function("H", "W", source)(H, wmath()) as FusedKernel;
+  if (!source.startsWith(SPEC) || !wasmRuntime()) return js;
+  const g = JSON.parse(source.slice(SPEC.length, source.indexOf("\n"))) as FusedGraph;
+  const wk = buildWasmFused(g);
+  if (!wk) return js;
+  return (outs, ins, offs) => {
+    if (!wk(outs, ins, offs)) js(outs, ins, offs);
+  };
 }

@@ -5,12 +5,15 @@ import { contiguousStrides, isContiguous, numel, type Shape } from "../../ir/sha
 import { elementwise, reduction, storeExpr, type Arr, type Kernel } from "./codegen.js";
 import { H, philox } from "./math.js";
 import { buildComposite } from "./composites.js";
-import { isWasmUnary, matmulF32, sumRowsF32, unaryF32, wasmRuntime } from "./wasm/index.js";
+import { matmulF32, sumRowsF32, wasmRuntime } from "./wasm/index.js";
+import { WASM_MIN_ELEMS } from "./wasm/ops.js";
+import { wasmSingle } from "./wasm/fused_wasm.js";
 
 // Below this many multiply-adds the JS kernel beats packing into wasm memory.
 const WASM_MATMUL_MIN_MACS = 4096;
-// Elementwise/row kernels go to wasm from this many elements (staging + dispatch overhead).
-const WASM_MIN_ELEMS = 2048;
+// float32 exp/tanh/sigmoid always run the wasm VMath approximations when wasm is on (any size,
+// any layout), so every kernel computing them (strict, fused JS or wasm) agrees bit for bit.
+const VMATH_OPS = new Set(["exp", "tanh", "sigmoid"]);
 
 /** Wraps a JS kernel with a wasm fast path; the JS kernel runs when wasm declines. */
 function withWasm(js: Kernel, fast: (O: Arr, ins: Arr[], offs: number[]) => boolean): Kernel {
@@ -94,6 +97,23 @@ export function castExpr(x: string, from: DType, to: DType): string {
 
 type Builder<P extends PrimName> = (n: IRNode<P>) => Kernel;
 
+/**
+ * float32 unary/binary nodes run a generated wasm SIMD kernel (strided and broadcast operands
+ * included) from WASM_EW_MIN elements; exp/tanh/sigmoid always do (their values are VMath's).
+ */
+function wasmOrJs(n: IRNode, js: Kernel, always: boolean): Kernel {
+  if (!always && numel(n.out.shape) < WASM_EW_MIN) return js;
+  const wk = wasmSingle(n);
+  if (!wk) return js;
+  const outs: Arr[] = [EMPTY_F32];
+  return (O, ins, offs, S) => {
+    outs[0] = O;
+    if (!wk(outs, ins, offs)) js(O, ins, offs, S);
+  };
+}
+const WASM_EW_MIN = 256;
+const EMPTY_F32 = new Float32Array(0);
+
 function odometer(shape: Shape, fn: (idx: number[]) => void): void {
   const nd = shape.length;
   const n = numel(shape);
@@ -126,20 +146,17 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const d = x.dtype;
     const js = elementwise(n.out.shape, [x.strides], ([v]) => UNARY[n.params.op](v!, d), n.out.dtype);
     const op = n.params.op;
-    const total = numel(n.out.shape);
-    if (d === "float32" && n.out.dtype === "float32" && op !== "identity" && isWasmUnary(op) &&
-        total >= WASM_MIN_ELEMS && isContiguous(x.shape, x.strides) && wasmRuntime())
-      return withWasm(js, (O, ins, offs) => unaryF32(op, ins[0]!, offs[0]!, total, O));
-    return js;
+    return wasmOrJs(n, js, VMATH_OPS.has(op));
   },
   binary: (n) => {
     const d = n.inputs[0]!.dtype;
-    return elementwise(
+    const js = elementwise(
       n.out.shape,
       n.inputs.map((v) => v.strides),
       ([a, b]) => BINARY[n.params.op](a!, b!, d),
       n.out.dtype,
     );
+    return wasmOrJs(n, js, false);
   },
   where: (n) =>
     elementwise(n.out.shape, n.inputs.map((v) => v.strides), ([c, a, b]) => `(${c}!==0?${a}:${b})`, n.out.dtype),
@@ -207,8 +224,19 @@ const builders: { [P in PrimName]: Builder<P> } = {
         else odometer(batch, at);
       };
     const f32 = a.dtype === "float32" && b.dtype === "float32" && n.out.dtype === "float32";
-    if (f32 && M * N * K >= WASM_MATMUL_MIN_MACS && wasmRuntime())
+    if (f32 && M * N * K >= WASM_MATMUL_MIN_MACS && wasmRuntime()) {
+      // A batch of A's over one shared B whose rows follow each other at the row stride
+      // ([B, T, C] @ [C, N]) is one taller product: better tiles and one pool job, same sums.
+      const nb = batch.reduce((x, y) => x * y, 1);
+      let rowStride = sam * M;
+      let fold = nb > 1 && bbs.every((s) => s === 0);
+      for (let d = batch.length - 1; fold && d >= 0; d--) {
+        if (batch[d]! > 1 && abs[d] !== rowStride) fold = false;
+        rowStride *= batch[d]!;
+      }
+      if (fold) return (O, ins, offs) => void matmulF32(M * nb, K, N, ins[0]!, offs[0]!, sam, sak, ins[1]!, offs[1]!, sbk, sbn, O, 0);
       return batched((O, ins, _offs, ao, bo, p) => matmulF32(M, K, N, ins[0]!, ao, sam, sak, ins[1]!, bo, sbk, sbn, O, p));
+    }
     // Generated per shape: B is packed into a contiguous float64 panel so the inner loop
     // is a unit-stride axpy that V8 optimizes well; 4 rows of A share each pass over B.
     const src = `
@@ -268,11 +296,20 @@ const builders: { [P in PrimName]: Builder<P> } = {
   stridedScatter: (n) => {
     const src = n.inputs[0]!;
     const { shape, strides, offset } = n.params;
+    // the innermost dim is a plain strided loop (a closure call per row, not per element)
+    const nd = shape.length;
+    const inner = nd ? shape[nd - 1]! : 1;
+    const os = nd ? strides[nd - 1]! : 0;
+    const ss = nd ? src.strides[nd - 1]! : 0;
+    const outer = shape.slice(0, -1);
     return (O, ins, offs) => {
       for (let i = 0; i < O.length; i++) O[i] = 0;
       const S = ins[0]!;
-      odometer(shape, (ix) => {
-        O[offset + dot(ix, strides)] += S[offs[0]! + dot(ix, src.strides)]!;
+      if (inner === 0) return;
+      odometer(outer, (ix) => {
+        let o = offset + dot(ix, strides);
+        let q = offs[0]! + dot(ix, src.strides);
+        for (let i = 0; i < inner; i++, o += os, q += ss) O[o] += S[q]!;
       });
     };
   },
@@ -375,9 +412,29 @@ const builders: { [P in PrimName]: Builder<P> } = {
       // write each input into its slab of the output through a strided elementwise copy
       return elementwise(v.shape, [v.strides], ([x]) => x!, n.out.dtype);
     });
+    // an input of the output's dtype whose dims from `dim` on are contiguous lands as whole rows
+    // (typed-array set, no temporary): one row per index of the dims before `dim`
+    const inner = outStrides[dim]!;
+    const outer = n.out.shape.slice(0, dim);
+    const rowOut = n.out.shape[dim]! * inner;
+    const plain = n.inputs.map((v) => v.dtype === n.out.dtype && isContiguous(v.shape.slice(dim), v.strides.slice(dim)));
     return (O, ins, offs) => {
       let start = 0;
       n.inputs.forEach((v, k) => {
+        if (plain[k]) {
+          const len = v.shape[dim]! * inner;
+          const I = ins[k]!;
+          const typed = ArrayBuffer.isView(O) && ArrayBuffer.isView(I);
+          let r = 0;
+          odometer(outer, (ix) => {
+            const src = offs[k]! + dot(ix, v.strides);
+            const dst = start * inner + r++ * rowOut;
+            if (typed) (O as Float32Array).set((I as Float32Array).subarray(src, src + len), dst);
+            else for (let j = 0; j < len; j++) O[dst + j] = I[src + j]!;
+          });
+          start += v.shape[dim]!;
+          return;
+        }
         const tmp = new (O.constructor as new (n: number) => Arr)(numel(v.shape));
         copies[k]!(tmp, [ins[k]!], [offs[k]!], []);
         const base = start * outStrides[dim]!;

@@ -4,7 +4,7 @@ import type { DType } from "../../ir/dtype.js";
 import { normDim, shapeStr } from "../../ir/shape.js";
 import { withOp } from "../../runtime/mode.js";
 import type { Tensor } from "../../tensor.js";
-import { cast } from "../../ops/core.js";
+import { attach, cast, compositePrim } from "../../ops/core.js";
 import * as M from "../../ops/math.js";
 import * as S from "../../ops/shape_ops.js";
 import * as R from "../../ops/reduce.js";
@@ -30,6 +30,9 @@ export function softmax(x: Tensor, dim: number, opts: { dtype?: DType } = {}): T
     const xf = prep(x, opts.dtype, "softmax");
     if (xf.ndim === 0) return M.div(xf, xf);
     const d = softmaxDim(xf, dim, "softmax");
+    const y = lastDimComposite("softmax", xf, d);
+    // d/dx softmax: y * (g - sum(g * y))
+    if (y) return attach(y, "SoftmaxBackward0", [xf], [y], ([g], [ys]) => [M.mul(ys!, M.sub(g!, R.sum(M.mul(g!, ys!), d, true)))]);
     const m = S.detach(R.amax(xf, d, true));
     const e = M.exp(M.sub(xf, m));
     return M.div(e, R.sum(e, d, true));
@@ -42,11 +45,20 @@ export function logSoftmax(x: Tensor, dim: number, opts: { dtype?: DType } = {})
     const xf = prep(x, opts.dtype, "log_softmax");
     if (xf.ndim === 0) return M.sub(xf, xf);
     const d = softmaxDim(xf, dim, "log_softmax");
+    const y = lastDimComposite("logSoftmax", xf, d);
+    // d/dx log_softmax: g - exp(y) * sum(g)
+    if (y) return attach(y, "LogSoftmaxBackward0", [xf], [y], ([g], [ys]) => [M.sub(g!, M.mul(M.exp(ys!), R.sum(g!, d, true)))]);
     // (x - max) - log(sum(exp(x - max))): never re-adds max, which would round away
     // the small result at large |x| in float32
     const z = M.sub(xf, S.detach(R.amax(xf, d, true)));
     return M.sub(z, M.log(R.sum(M.exp(z), d, true)));
   });
+}
+
+/** The device's own row kernel when the dim is the last, contiguous one (else null: decompose). */
+function lastDimComposite(name: "softmax" | "logSoftmax", x: Tensor, d: number): Tensor | null {
+  if (d !== x.ndim - 1 || !x.isContiguous() || (x.dtype !== "float32" && x.dtype !== "float64")) return null;
+  return compositePrim(name, { dim: d }, [x], x.shape, x.dtype);
 }
 
 export function softmin(x: Tensor, dim: number, opts: { dtype?: DType } = {}): Tensor {

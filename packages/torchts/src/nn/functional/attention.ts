@@ -1,6 +1,8 @@
 // scaled_dot_product_attention written out: softmax(q k^T * scale + mask) v. The causal
 // mask is bottom-right aligned (query i sees keys j <= i + S - L, as with a KV cache);
-// grouped-query attention repeats each kv head (repeat_interleave on the head dim).
+// grouped-query attention repeats each kv head (repeat_interleave on the head dim). Devices
+// that override the `attention` composite (cpu: a fused online-softmax kernel) run float32
+// cases without dropout in one kernel that never materializes the L x S scores.
 import { shapeStr } from "../../ir/shape.js";
 import { withOp } from "../../runtime/mode.js";
 import type { Tensor } from "../../tensor.js";
@@ -11,6 +13,9 @@ import { matmul } from "../../ops/linalg.js";
 import { softmax } from "./activation.js";
 import { dropout } from "./misc.js";
 import { requireFloat } from "./util.js";
+import { attach, compositePrim } from "../../ops/core.js";
+import { isGradEnabled } from "../../autograd/grad_mode.js";
+import { sum } from "../../ops/reduce.js";
 
 export interface SdpaOpts {
   attnMask?: Tensor | null;
@@ -32,6 +37,8 @@ export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, opts:
       throw new RangeError(`scaled_dot_product_attention: key and value must have the same sequence length, got key ${shapeStr(k.shape)} and value ${shapeStr(v.shape)}`);
     if (opts.isCausal && opts.attnMask)
       throw new RangeError("scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True");
+    const fused = fusedAttention(q, k, v, opts);
+    if (fused) return fused;
     let kk = k;
     let vv = v;
     if (opts.enableGqa && q.ndim >= 3) {
@@ -58,4 +65,92 @@ export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, opts:
     if (opts.dropoutP && opts.dropoutP > 0) p = dropout(p, { p: opts.dropoutP, training: true });
     return matmul(p, vv);
   });
+}
+
+/**
+ * The `attention` composite (a fused kernel on devices that override it) for float32 3-d/4-d
+ * inputs without dropout; null when the device decomposes or the case is not covered (a mask
+ * that needs a gradient, broadcast query batch, 5-d inputs...), so the caller decomposes.
+ * Key/value heads may be fewer (GQA: query head h reads kv head h / (Hq / Hk)) or broadcast.
+ */
+function fusedAttention(q: Tensor, k: Tensor, v: Tensor, opts: SdpaOpts): Tensor | null {
+  if (!q._storage.device.overrides.has("attention")) return null;
+  if (q.dtype !== "float32" || k.dtype !== "float32" || v.dtype !== "float32") return null;
+  if (opts.dropoutP && opts.dropoutP > 0) return null;
+  const nd = q.ndim;
+  if ((nd !== 3 && nd !== 4) || k.ndim !== nd || v.ndim !== nd) return null;
+  const m0 = opts.attnMask ?? null;
+  if (m0 && (m0.requiresGrad || (m0.dtype !== "bool" && m0.dtype !== "float32") || m0.ndim > 4)) return null;
+  const q4 = nd === 3 ? S.unsqueeze(q, 0) : q;
+  let k4 = nd === 3 ? S.unsqueeze(k, 0) : k;
+  let v4 = nd === 3 ? S.unsqueeze(v, 0) : v;
+  const [B, Hq, L, E] = q4.shape as [number, number, number, number];
+  const Sk = k4.shape[2]!;
+  const Ev = v4.shape[3]!;
+  if (B * Hq * L * E * Sk * Ev === 0) return null;
+  for (const t of [k4, v4]) if (t.shape[0] !== B && t.shape[0] !== 1) return null;
+  let Hk = k4.shape[1]!;
+  if (Hk !== v4.shape[1]) {
+    if (Hk !== 1 && v4.shape[1] !== 1) return null;
+    Hk = Math.max(Hk, v4.shape[1]!);
+  }
+  if (Hk !== Hq && !(opts.enableGqa && Hq % Hk === 0)) {
+    if (Hk !== 1) return null;
+    Hk = Hq; // a single broadcast kv head
+  }
+  k4 = S.expand(k4, B, Hk, Sk, E);
+  v4 = S.expand(v4, B, Hk, Sk, Ev);
+  let mask: Tensor | null = null;
+  if (m0) {
+    const mf = m0.dtype === "bool" ? M.where(m0, 0, -Infinity) : m0;
+    try {
+      mask = S.expand(mf.dtype === "float32" ? mf : mf.to("float32"), B, Hq, L, Sk);
+    } catch {
+      return null; // not broadcastable: the decomposition raises the error
+    }
+  }
+  const scale = opts.scale ?? 1 / Math.sqrt(E);
+  const causal = !!opts.isCausal;
+  const attrs = { causal, scale, mask: mask !== null };
+  const out = compositePrim("attention", attrs, mask ? [q4, k4, v4, mask] : [q4, k4, v4], [B, Hq, L, Ev], "float32");
+  if (!out) return null;
+  const res = attach(out, "ScaledDotProductAttentionBackward0", [q4, k4, v4], [q4, k4, v4, mask, out], ([g], [qs, ks, vs, ms, os]) =>
+    attentionBackward(g!, qs!, ks!, vs!, ms ?? null, os!, causal, scale));
+  return nd === 3 ? S.squeeze(res, 0) : res;
+}
+
+/**
+ * Gradients of O = softmax(q k^T * scale + mask) v, recomputing the probabilities P with ops:
+ * dV = P^T dO, dS = P * (dO V^T - rowsum(dO * O)), dQ = dS K * scale, dK = dS^T Q * scale,
+ * summed over the query heads that share a kv head.
+ */
+function attentionBackward(
+  g: Tensor, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | null, out: Tensor, causal: boolean, scale: number,
+): (Tensor | null)[] {
+  const [B, Hq, L] = q.shape as [number, number, number, number];
+  const [, Hk, Sk, E] = k.shape as [number, number, number, number];
+  const Ev = v.shape[3]!;
+  const nrep = Hq / Hk;
+  const kk = nrep > 1 ? S.repeatInterleave(k, nrep, 1) : k;
+  const vv = nrep > 1 ? S.repeatInterleave(v, nrep, 1) : v;
+  const qs = M.mul(q, scale);
+  // P from the kernel when no higher-order graph is recorded (it has no gradient of its own)
+  const attrs = { causal, scale, mask: mask !== null, probs: true };
+  let p = isGradEnabled() ? null : compositePrim("attention", attrs, mask ? [q, k, v, mask] : [q, k, v], [B, Hq, L, Sk], "float32");
+  if (!p) {
+    let scores = matmul(qs, S.transpose(kk, -2, -1));
+    if (causal) scores = M.where(S.tril(ones([L, Sk], { dtype: "bool", device: q.device }), Sk - L), scores, -Infinity);
+    else if (mask) scores = M.add(scores, mask);
+    p = softmax(scores, -1);
+  }
+  const dp = matmul(g, S.transpose(vv, -2, -1));
+  const ds = M.mul(p, M.sub(dp, sum(M.mul(g, out), -1, true)));
+  const dq = M.mul(matmul(ds, kk), scale);
+  let dk = matmul(S.transpose(ds, -2, -1), qs);
+  let dv = matmul(S.transpose(p, -2, -1), g);
+  if (nrep > 1) {
+    dk = sum(S.reshape(dk, [B, Hk, nrep, Sk, E]), 2);
+    dv = sum(S.reshape(dv, [B, Hk, nrep, Sk, Ev]), 2);
+  }
+  return [dq, dk, dv];
 }

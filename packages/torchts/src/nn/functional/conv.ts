@@ -1,10 +1,13 @@
 // Convolutions by im2col: pad, take sliding-window views with `unfold` (dilation = wider
 // window sliced with a step), then one batched matmul per group. Transposed convolution
 // is the adjoint: matmul to columns, then `stridedScatter` sums overlapping windows.
+// Float32 conv1d/conv2d go to the device's `conv2d` composite when it has one (the cpu's gathers
+// windows straight into its GEMM panels); its gradients are written with the ops below.
 import { shapeStr } from "../../ir/shape.js";
 import { withOp } from "../../runtime/mode.js";
 import type { Tensor } from "../../tensor.js";
-import { stridedScatter } from "../../ops/core.js";
+import { attach, compositePrim, stridedScatter } from "../../ops/core.js";
+import { sum } from "../../ops/reduce.js";
 import * as M from "../../ops/math.js";
 import * as S from "../../ops/shape_ops.js";
 import { matmul } from "../../ops/linalg.js";
@@ -88,19 +91,74 @@ function convNd(nd: number, op: string, x0: Tensor, w: Tensor, b: Tensor | null 
           `${op}: Calculated padded input size per channel: (${sp.map((v, j) => v + pads[j]![0] + pads[j]![1]).join(" x ")}). Kernel size: (${k.map((v, j) => dil[j]! * (v - 1) + 1).join(" x ")}). Kernel size can't be greater than actual input size`,
         );
     });
-    const win = windows(x, k, stride, dil, pads); // [N, Cin, *o, *k]
-    const o = win.shape.slice(2, 2 + nd);
+    if (nd === 2) {
+      const fast = conv2dComposite(x, w, bias ?? null, stride, dil, pads, groups);
+      if (fast) return unbatch(fast);
+    } else if (nd === 1) {
+      // a 1-d convolution is a 2-d one over a height of 1
+      const fast = conv2dComposite(S.unsqueeze(x, 2), S.unsqueeze(w, 2), bias ?? null, [1, stride[0]!], [1, dil[0]!], [[0, 0], pads[0]!], groups);
+      if (fast) return unbatch(S.squeeze(fast, 2));
+    }
+    const [cols, o] = im2col(x, k, stride, dil, pads, groups); // [N, g, O, Cg*K]
     const g = groups;
-    // [N, g, Cg, *o, *k] -> [N, g, *o, Cg, *k] -> [N, g, O, Cg*K]
-    const w5 = S.reshape(win, [N, g, Cg, ...o, ...k]);
-    const perm = [0, 1, ...o.map((_, i) => 3 + i), 2, ...k.map((_, i) => 3 + nd + i)];
-    const cols = S.reshape(S.permute(w5, perm), [N, g, prod(o), Cg * prod(k)]);
     const wm = S.transpose(S.reshape(w, [g, Cout / g, Cg * prod(k)]), 1, 2); // [g, Cg*K, Cout/g]
     const y = matmul(cols, wm); // [N, g, O, Cout/g]
     let out = S.reshape(S.transpose(y, 2, 3), [N, Cout, ...o]);
     if (bias) out = M.add(out, S.reshape(bias, [Cout, ...o.map(() => 1)]));
     return unbatch(out);
   });
+}
+
+/** The windows of x as a matrix per group: [N, g, O, Cg*K] (O output positions), and the output size. */
+function im2col(x: Tensor, k: number[], stride: number[], dil: number[], pads: [number, number][], g: number): [Tensor, number[]] {
+  const nd = k.length;
+  const [N, Cin] = x.shape as [number, number];
+  const Cg = Cin / g;
+  const win = windows(x, k, stride, dil, pads); // [N, Cin, *o, *k]
+  const o = win.shape.slice(2, 2 + nd);
+  // [N, g, Cg, *o, *k] -> [N, g, *o, Cg, *k] -> [N, g, O, Cg*K]
+  const w5 = S.reshape(win, [N, g, Cg, ...o, ...k]);
+  const perm = [0, 1, ...o.map((_, i) => 3 + i), 2, ...k.map((_, i) => 3 + nd + i)];
+  return [S.reshape(S.permute(w5, perm), [N, g, prod(o), Cg * prod(k)]), o];
+}
+
+/** conv2d through the device's composite (float32 only), or null to decompose. */
+function conv2dComposite(
+  x: Tensor, w: Tensor, bias: Tensor | null, stride: number[], dil: number[], pads: [number, number][], groups: number,
+): Tensor | null {
+  if (x.dtype !== "float32" || w.dtype !== "float32" || (bias && bias.dtype !== "float32") || x.shape[1] === 0) return null;
+  const [N, , H, W] = x.shape as [number, number, number, number];
+  const [Cout, , KH, KW] = w.shape as [number, number, number, number];
+  const OH = Math.floor((H + pads[0]![0] + pads[0]![1] - dil[0]! * (KH - 1) - 1) / stride[0]!) + 1;
+  const OW = Math.floor((W + pads[1]![0] + pads[1]![1] - dil[1]! * (KW - 1) - 1) / stride[1]!) + 1;
+  const attrs = { stride, padding: [pads[0]![0], pads[1]![0]], dilation: dil, groups, bias: bias !== null };
+  const out = compositePrim("conv2d", attrs, bias ? [x, w, bias] : [x, w], [N, Cout, OH, OW], "float32");
+  if (!out) return null;
+  return attach(out, "ConvolutionBackward0", [x, w, bias], [x, w], ([g], [xs, ws]) => [
+    xs!.requiresGrad ? conv2dInputGrad(g!, ws!, [H, W], stride, dil, pads, groups) : null,
+    ws!.requiresGrad ? conv2dWeightGrad(g!, xs!, ws!.shape, stride, dil, pads, groups) : null,
+    bias?.requiresGrad ? sum(g!, [0, 2, 3]) : null,
+  ]);
+}
+
+/** dL/dx: the transposed convolution of the output gradient, cut to the unpadded input. */
+function conv2dInputGrad(g: Tensor, w: Tensor, sp: number[], stride: number[], dil: number[], pads: [number, number][], groups: number): Tensor {
+  let gx = convTranspose2d(g, w, null, { stride, dilation: dil, groups });
+  for (let i = 0; i < 2; i++) {
+    const need = pads[i]![0] + sp[i]! - gx.shape[2 + i]!; // padded rows no window reached
+    if (need > 0) gx = S.constantPad(gx, i === 0 ? [0, 0, 0, need] : [0, need]);
+    gx = S.narrow(gx, 2 + i, pads[i]![0], sp[i]!);
+  }
+  return gx;
+}
+
+/** dL/dw: output gradient times the input windows, summed over the batch. */
+function conv2dWeightGrad(g: Tensor, x: Tensor, wShape: readonly number[], stride: number[], dil: number[], pads: [number, number][], groups: number): Tensor {
+  const [N, Cout] = g.shape as [number, number];
+  const k = wShape.slice(2);
+  const [cols] = im2col(x, k, stride, dil, pads, groups); // [N, g, O, Cg*K]
+  const gm = S.reshape(g, [N, groups, Cout / groups, cols.shape[2]!]); // [N, g, Cog, O]
+  return S.reshape(sum(matmul(gm, cols), 0), [...wShape]);
 }
 
 export function conv1d(x: Tensor, weight: Tensor, bias: Tensor | null = null, opts: ConvOpts = {}): Tensor {

@@ -6,7 +6,7 @@ import * as torch from "../../index.js";
 import type { Tensor } from "../../index.js";
 import type { PretrainedConfig } from "../config.js";
 import {
-  Embedding, LayerNorm, Linear, PreTrainedModel, buildMask, placeholder,
+  Embedding, LayerNorm, Linear, PreTrainedModel, placeholder,
   type CausalLMOutput, type ForwardOptions, type InitOpts,
 } from "../modeling_utils.js";
 import type { KVCache } from "../kv_cache.js";
@@ -40,7 +40,7 @@ class GPT2Attention extends nn.Module {
     this.c_attn = new Conv1D(3 * cfg.hiddenSize, cfg.hiddenSize, o);
     this.c_proj = new Conv1D(cfg.hiddenSize, cfg.hiddenSize, o);
   }
-  override forward(h: Tensor, mask: Tensor, cache?: KVCache): Tensor {
+  override forward(h: Tensor, mask: Tensor, cache?: KVCache, cachePos?: Tensor): Tensor {
     const [B, L, C] = h.shape as [number, number, number];
     const nh = this.cfg.numAttentionHeads;
     const hd = C / nh;
@@ -49,7 +49,7 @@ class GPT2Attention extends nn.Module {
     const q = heads(q0!);
     let k = heads(k0!);
     let v = heads(v0!);
-    if (cache) [k, v] = cache.update(this.layerIdx, k, v); // [B, nh, S, hd]
+    if (cache) [k, v] = cache.update(this.layerIdx, k, v, cachePos); // [B, nh, S, hd]
     // scores divided (not multiplied) by sqrt(hd), as scale_attn_weights does
     let w = q.matmul(k.transpose(-1, -2)).div(Math.sqrt(hd)).add(mask); // [B, nh, L, S]
     w = F.softmax(w, -1).to(v.dtype);
@@ -85,8 +85,8 @@ class GPT2Block extends nn.Module {
     this.ln_2 = new LayerNorm(cfg.hiddenSize, cfg.normEps, o);
     this.mlp = new GPT2MLP(cfg, o);
   }
-  override forward(h: Tensor, mask: Tensor, cache?: KVCache): Tensor {
-    h = this.attn.forward(this.ln_1.forward(h), mask, cache).add(h);
+  override forward(h: Tensor, mask: Tensor, cache?: KVCache, cachePos?: Tensor): Tensor {
+    h = this.attn.forward(this.ln_1.forward(h), mask, cache, cachePos).add(h);
     return h.add(this.mlp.forward(this.ln_2.forward(h)));
   }
 }
@@ -127,15 +127,15 @@ export class GPT2LMHeadModel extends PreTrainedModel {
   }
 
   override forward(inputIds: Tensor, opts: ForwardOptions = {}): CausalLMOutput {
-    const { L, cache, start, lk, keyMask, pos } = this.forwardInputs(inputIds, opts);
+    const t = this.transformer;
+    const { L, cache, start, pos, maskFor } = this.forwardInputs(inputIds, opts, t.wte.weight.dtype);
     if (start + L > this.config.maxPositionEmbeddings)
       throw new RangeError(`GPT2LMHeadModel: sequence length ${start + L} exceeds n_positions ${this.config.maxPositionEmbeddings}`);
-    const t = this.transformer;
     let h = t.wte.forward(inputIds).add(t.wpe.forward(pos)); // [B, L, C]
-    const mask = buildMask(keyMask, start, L, lk, null, h.dtype, h.device);
+    const mask = maskFor(null);
     const hidden: Tensor[] = [h];
     for (const block of t.h.children() as Iterable<GPT2Block>) {
-      h = block.forward(h, mask, cache);
+      h = block.forward(h, mask, cache, opts.cachePosition);
       if (opts.outputHiddenStates) hidden.push(h);
     }
     return this.finishForward(h, hidden, L, opts, t.ln_f, this.lm_head);

@@ -5,7 +5,7 @@ import * as torch from "../../index.js";
 import type { Tensor } from "../../index.js";
 import type { PretrainedConfig } from "../config.js";
 import {
-  Embedding, Linear, PreTrainedModel, RMSNorm, buildMask, ropeCosSin, ropeInvFreq, rotateHalf,
+  Embedding, Linear, PreTrainedModel, RMSNorm, applyRope, ropeInvFreq, ropeTables, rotateHalfMatrix, type RopeTables,
   type CausalLMOutput, type ForwardOptions, type InitOpts,
 } from "../modeling_utils.js";
 import type { KVCache } from "../kv_cache.js";
@@ -46,7 +46,7 @@ class LlamaAttention extends nn.Module {
       this.k_norm = new RMSNorm(this.hd, cfg.normEps, o);
     }
   }
-  override forward(h: Tensor, cos: Tensor, sin: Tensor, mask: Tensor, cache?: KVCache): Tensor {
+  override forward(h: Tensor, rope: RopeTables, mask: Tensor, cache?: KVCache, cachePos?: Tensor): Tensor {
     const [B, L] = h.shape as [number, number];
     let q = this.q_proj.forward(h).view(B, L, -1, this.hd); // [B, L, nh, hd]
     let k = this.k_proj.forward(h).view(B, L, -1, this.hd); // [B, L, nkv, hd]
@@ -55,22 +55,28 @@ class LlamaAttention extends nn.Module {
     if (this.k_norm) k = this.k_norm.forward(k);
     q = q.transpose(1, 2); // [B, nh, L, hd]
     k = k.transpose(1, 2); // [B, nkv, L, hd]
-    q = q.mul(cos).add(rotateHalf(q).mul(sin));
-    k = k.mul(cos).add(rotateHalf(k).mul(sin));
+    q = applyRope(q, rope);
+    k = applyRope(k, rope);
     let v = v0;
-    if (cache) [k, v] = cache.update(this.layerIdx, k, v); // [B, nkv, S, hd]
-    // repeat_kv: query head i uses kv head i // nrep
-    const nrep = this.nh / this.nkv;
-    const S = k.shape[2]!;
-    if (nrep > 1) {
-      k = k.unsqueeze(2).expand(B, this.nkv, nrep, S, this.hd).reshape(B, this.nh, S, this.hd);
-      v = v.unsqueeze(2).expand(B, this.nkv, nrep, S, this.hd).reshape(B, this.nh, S, this.hd);
-    }
-    let w = q.matmul(k.transpose(2, 3)).mul(this.hd ** -0.5).add(mask); // [B, nh, L, S]
-    w = F.softmax(w, -1, { dtype: "float32" }).to(q.dtype);
-    const y = w.matmul(v).transpose(1, 2).reshape(B, L, this.nh * this.hd); // [B, L, nh*hd]
-    return this.o_proj.forward(y);
+    if (cache) [k, v] = cache.update(this.layerIdx, k, v, cachePos); // [B, nkv, S, hd]
+    return this.o_proj.forward(attend(q, k, v, mask, this.hd ** -0.5).transpose(1, 2).reshape(B, L, this.nh * this.hd));
   }
+}
+
+/**
+ * softmax(q k^T * scale + mask) v for q [B, nh, L, hd] and k, v [B, nkv, S, hd], query head i
+ * reading kv head i // (nh / nkv) in place (no repeat_kv copies). float32: one fused
+ * scaled_dot_product_attention (a single kernel on cpu). Other dtypes keep transformers' float32
+ * softmax: the nrep query heads of a group are stacked as rows [B, nkv, nrep * L, hd] (a view).
+ */
+function attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: number): Tensor {
+  if (q.dtype === "float32") return F.scaledDotProductAttention(q, k, v, { attnMask: mask, scale, enableGqa: true });
+  const [B, nh, L, hd] = q.shape as [number, number, number, number];
+  const [nkv, S] = [k.shape[1]!, k.shape[2]!];
+  const nrep = nh / nkv;
+  let w = q.reshape(B, nkv, nrep * L, hd).matmul(k.transpose(2, 3)).view(B, nkv, nrep, L, S).mul(scale).add(mask.unsqueeze(2));
+  w = F.softmax(w, -1, { dtype: "float32" }).to(q.dtype);
+  return w.view(B, nkv, nrep * L, S).matmul(v).view(B, nh, L, hd);
 }
 
 class LlamaMLP extends nn.Module {
@@ -101,8 +107,8 @@ class LlamaDecoderLayer extends nn.Module {
     this.input_layernorm = new RMSNorm(cfg.hiddenSize, cfg.normEps, o);
     this.post_attention_layernorm = new RMSNorm(cfg.hiddenSize, cfg.normEps, o);
   }
-  override forward(h: Tensor, cos: Tensor, sin: Tensor, mask: Tensor, cache?: KVCache): Tensor {
-    h = h.add(this.self_attn.forward(this.input_layernorm.forward(h), cos, sin, mask, cache));
+  override forward(h: Tensor, rope: RopeTables, mask: Tensor, cache?: KVCache, cachePos?: Tensor): Tensor {
+    h = h.add(this.self_attn.forward(this.input_layernorm.forward(h), rope, mask, cache, cachePos));
     return h.add(this.mlp.forward(this.post_attention_layernorm.forward(h)));
   }
 }
@@ -123,12 +129,17 @@ export class LlamaForCausalLM extends PreTrainedModel {
   model: LlamaModel;
   lm_head: Linear;
   invFreq: Tensor;
+  /** eye and rotate_half as [headDim, headDim] matrices: single-token RoPE as a matmul */
+  private readonly ropeEye: Tensor;
+  private readonly ropePerm: Tensor;
   constructor(config: PretrainedConfig, o: InitOpts = {}, flags?: AttentionFlags) {
     super(config);
     const f = flags ?? { qkvBias: config.attentionBias, oBias: config.attentionBias, qkNorm: false };
     this.model = new LlamaModel(config, f, o);
     this.lm_head = new Linear(config.hiddenSize, config.vocabSize, false, o);
     this.invFreq = ropeInvFreq(config.rope!, config.headDim, o.device ?? "cpu");
+    this.ropeEye = torch.eye(config.headDim, { device: o.device });
+    this.ropePerm = rotateHalfMatrix(config.headDim, o.device ?? "cpu");
     this.tieWeights();
   }
   override tieWeights(): void {
@@ -144,20 +155,15 @@ export class LlamaForCausalLM extends PreTrainedModel {
   }
 
   override forward(inputIds: Tensor, opts: ForwardOptions = {}): CausalLMOutput {
-    const { L, cache, start, lk, keyMask, pos } = this.forwardInputs(inputIds, opts);
     let h = this.model.embed_tokens.forward(inputIds); // [B, L, C]
     const dtype = h.dtype;
-    const [cos, sin] = ropeCosSin(this.invFreq, pos, dtype); // [B, 1, L, hd]
-    const masks = new Map<number | null, Tensor>();
-    const maskFor = (window: number | null): Tensor => {
-      if (!masks.has(window)) masks.set(window, buildMask(keyMask, start, L, lk, window, dtype, h.device));
-      return masks.get(window)!;
-    };
+    const { L, cache, pos, maskFor } = this.forwardInputs(inputIds, opts, dtype);
+    const rope = ropeTables(this.invFreq, pos, dtype, this.ropeEye, this.ropePerm); // cos, sin [B, 1, L, hd]
     const hidden: Tensor[] = [h];
     const layers = [...this.model.layers.children()] as LlamaDecoderLayer[];
     layers.forEach((layer, i) => {
       const window = this.config.layerTypes[i] === "sliding_attention" ? this.config.slidingWindow : null;
-      h = layer.forward(h, cos, sin, maskFor(window), cache);
+      h = layer.forward(h, rope, maskFor(window), cache, opts.cachePosition);
       if (opts.outputHiddenStates) hidden.push(h);
     });
     return this.finishForward(h, hidden, L, opts, this.model.norm, this.lm_head);

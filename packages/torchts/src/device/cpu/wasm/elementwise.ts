@@ -110,6 +110,88 @@ function softmaxRows(fma: boolean): Fn {
   return f;
 }
 
+/** Row max of [s, s + n floats) into `mx` (vector part then the scalar tail). */
+function rowMax(f: Fn, s: number, vend: number, rend: number, p: number, acc: number, mx: number): void {
+  f.f32x4(-Infinity).set(acc);
+  f.get(s).set(p);
+  f.forLt(p, vend, 16, () => f.get(acc).get(p).v128load().simd(SIMD.f32x4max).set(acc));
+  horizontal(f, acc, OP.f32max);
+  f.set(mx);
+  f.get(vend).set(p);
+  f.forLt(p, rend, 4, () => f.get(mx).get(p).mem(OP.f32load, 2).op(OP.f32max).set(mx));
+}
+
+/**
+ * lse_rows(r0, r1, src, stats, n): stats[2r] = max of row r, stats[2r+1] = sum(exp(x - max)).
+ * The caller turns the sum into its log (JS Math.log), then sub_rows2 writes the log-softmax.
+ */
+function lseRows(fma: boolean): Fn {
+  const f = new Fn("lse_rows", [I32, I32, I32, I32, I32]);
+  const [r0, r1, src, stats, n] = [0, 1, 2, 3, 4];
+  const m = new VMath(f, fma);
+  const x = f.local(V128), acc = f.local(V128), mv = f.local(V128);
+  const row = f.local(I32), s = f.local(I32), p = f.local(I32), vend = f.local(I32), rend = f.local(I32), bytes = f.local(I32);
+  const mx = f.local(F32), sum = f.local(F32);
+  f.get(n).i32(2).op(OP.i32shl).set(bytes);
+  f.get(r0).set(row);
+  f.forLt(row, r1, 1, () => {
+    f.get(src).get(row).get(bytes).op(OP.i32mul).op(OP.i32add).set(s);
+    f.get(s).get(bytes).op(OP.i32add).set(rend);
+    f.get(s).get(n).i32(-4).op(OP.i32and).i32(2).op(OP.i32shl).op(OP.i32add).set(vend);
+    rowMax(f, s, vend, rend, p, acc, mx);
+    f.get(mx).simd(SIMD.f32x4splat).set(mv);
+    f.f32x4(0).set(acc);
+    f.get(s).set(p);
+    f.forLt(p, vend, 16, () => {
+      f.get(p).v128load().get(mv).simd(SIMD.f32x4sub).set(x);
+      f.get(acc);
+      m.exp(x);
+      f.simd(SIMD.f32x4add).set(acc);
+    });
+    horizontal(f, acc, OP.f32add);
+    f.set(sum);
+    f.forLt(p, rend, 4, () => {
+      f.get(p).mem(OP.f32load, 2).get(mx).op(OP.f32sub).simd(SIMD.f32x4splat).set(x);
+      m.exp(x);
+      f.set(x);
+      f.get(sum).get(x).lane(0).op(OP.f32add).set(sum);
+    });
+    f.get(stats).get(row).i32(3).op(OP.i32shl).op(OP.i32add).tee(p).get(mx).mem(OP.f32store, 2);
+    f.get(p).get(sum).mem(OP.f32store, 2, 4);
+  });
+  return f;
+}
+
+/** sub_rows2(r0, r1, src, dst, stats, n): dst = (x - stats[2r]) - stats[2r+1] per row. */
+function subRows2(): Fn {
+  const f = new Fn("sub_rows2", [I32, I32, I32, I32, I32, I32]);
+  const [r0, r1, src, dst, stats, n] = [0, 1, 2, 3, 4, 5];
+  const mv = f.local(V128), lv = f.local(V128);
+  const row = f.local(I32), p = f.local(I32), q = f.local(I32), vend = f.local(I32), rend = f.local(I32), bytes = f.local(I32);
+  const mx = f.local(F32), lse = f.local(F32);
+  f.get(n).i32(2).op(OP.i32shl).set(bytes);
+  f.get(r0).set(row);
+  f.forLt(row, r1, 1, () => {
+    f.get(stats).get(row).i32(3).op(OP.i32shl).op(OP.i32add).tee(p).mem(OP.f32load, 2).set(mx);
+    f.get(p).mem(OP.f32load, 2, 4).set(lse);
+    f.get(mx).simd(SIMD.f32x4splat).set(mv);
+    f.get(lse).simd(SIMD.f32x4splat).set(lv);
+    f.get(src).get(row).get(bytes).op(OP.i32mul).op(OP.i32add).set(p);
+    f.get(dst).get(row).get(bytes).op(OP.i32mul).op(OP.i32add).set(q);
+    f.get(q).get(bytes).op(OP.i32add).set(rend);
+    f.get(q).get(n).i32(-4).op(OP.i32and).i32(2).op(OP.i32shl).op(OP.i32add).set(vend);
+    f.forLt(q, vend, 16, () => {
+      f.get(q).get(p).v128load().get(mv).simd(SIMD.f32x4sub).get(lv).simd(SIMD.f32x4sub).v128store();
+      f.get(p).i32(16).op(OP.i32add).set(p);
+    });
+    f.forLt(q, rend, 4, () => {
+      f.get(q).get(p).mem(OP.f32load, 2).get(mx).op(OP.f32sub).get(lse).op(OP.f32sub).mem(OP.f32store, 2);
+      f.get(p).i32(4).op(OP.i32add).set(p);
+    });
+  });
+  return f;
+}
+
 /** sum_rows(r0, r1, src, dst, n): dst[r] = sum of the contiguous row r (4 lanes x 2 accumulators). */
 function sumRows(): Fn {
   const f = new Fn("sum_rows", [I32, I32, I32, I32, I32]);
@@ -132,6 +214,20 @@ function sumRows(): Fn {
   return f;
 }
 
+/** vm_<op>(x: f32) -> f32: one lane of the vector kernel, so JS code computes bit-identical values. */
+function scalar(op: "exp" | "tanh" | "sigmoid", fma: boolean): Fn {
+  const f = new Fn(`vm_${op}`, [F32], [F32]);
+  const m = new VMath(f, fma);
+  const x = f.local(V128);
+  f.get(0).simd(SIMD.f32x4splat).set(x);
+  unaryBody(op, f, m, x);
+  f.lane(0);
+  return f;
+}
+
 export function elementwiseFns(fma: boolean): Fn[] {
-  return [...UNARY_WASM.map((op) => unary(op, false, fma)), unary("tanh", true, fma), softmaxRows(fma), sumRows()];
+  return [
+    ...UNARY_WASM.map((op) => unary(op, false, fma)), unary("tanh", true, fma), softmaxRows(fma), sumRows(),
+    scalar("exp", fma), scalar("tanh", fma), scalar("sigmoid", fma), lseRows(fma), subRows2(),
+  ];
 }

@@ -1,14 +1,18 @@
-// C[M x N] = A[M x K] * B[K x N] in float32 on the wasm GEMM: operands are packed into panels
-// inside the shared memory (strided views welcome), row panels are split across threads.
-import { GEMM } from "./gemm.js";
-import { wasmRuntime } from "./runtime.js";
+// C[M x N] = A[M x K] * B[K x N] in float32 on the wasm GEMM. Operands inside the shared memory
+// are read in place (strided views welcome) and packed into panels by the worker pool; the
+// result is written straight into `out` when it lives there too. Threads split the larger of
+// M and N, so a short-and-wide product (a convolution) still uses every core.
+import { GEMM, GEMM_FN, P } from "./gemm.js";
+import { inArena } from "./ops.js";
+import { wasmRuntime, type WasmRuntime } from "./runtime.js";
+import { GEMV_MAX_M, gemvF32 } from "./gemv.js";
 
 type F32 = { [i: number]: number; length: number };
 
 const MR = GEMM.MR;
 const NR = 4 * GEMM.NV;
-const KU = GEMM.KU;
 const MIN_FLOPS_PER_THREAD = 2e6;
+const MIN_PACK_PER_THREAD = 32768; // floats
 
 /** out[oo + i*N + j] = sum_k A[ao + i*sam + k*sak] * B[bo + k*sbk + j*sbn]. False when wasm is off. */
 export function matmulF32(
@@ -17,6 +21,7 @@ export function matmulF32(
   B: F32, bo: number, sbk: number, sbn: number,
   out: F32 & { fill?: unknown }, oo: number,
 ): boolean {
+  if (M <= GEMV_MAX_M && gemvF32(M, K, N, A, ao, sam, sak, B, bo, sbk, sbn, out, oo)) return true; // skinny: stream B in place
   const rt = wasmRuntime();
   if (!rt) return false;
   if (M === 0 || N === 0) return true;
@@ -24,57 +29,146 @@ export function matmulF32(
     for (let i = 0; i < M * N; i++) out[oo + i] = 0;
     return true;
   }
-  const mp = Math.ceil(M / MR), np = Math.ceil(N / NR), Kp = Math.ceil(K / KU) * KU;
-  const Mp = mp * MR, Np = np * NR;
-  // a row pitch that is a multiple of 4 KiB makes the C tile's rows alias in L1
-  const ldc = Np % 256 === 0 ? Np + 4 : Np;
-  const { arena, memory } = rt;
-  const ap = arena.alloc(Mp * Kp * 4), bp = arena.alloc(Np * Kp * 4), cp = arena.alloc(Mp * ldc * 4);
+  const { arena } = rt;
+  const held: number[] = [];
+  const alloc = (bytes: number) => {
+    const p = arena.alloc(bytes);
+    held.push(p);
+    return p;
+  };
+  let blk: { g: Int32Array; release(): void } | null = null;
   try {
-    const buf = memory.buffer;
-    const Ap = new Float32Array(buf, ap, Mp * Kp);
-    const Bp = new Float32Array(buf, bp, Np * Kp);
-    const Cp = new Float32Array(buf, cp, Mp * ldc);
-    packA(A, ao, sam, sak, M, K, Kp, Ap);
-    packB(B, bo, sbk, sbn, K, N, Kp, Bp);
-    Cp.fill(0);
-    const perPanel = 2 * MR * Np * Kp;
-    rt.pool.run(rt.fn.gemm!, mp, [ap, bp, cp, np, Kp, ldc * 4], 1, Math.ceil(MIN_FLOPS_PER_THREAD / perPanel));
-    if (out instanceof Float32Array) {
-      if (ldc === N) out.set(Cp.subarray(0, M * N), oo);
-      else for (let i = 0; i < M; i++) out.set(Cp.subarray(i * ldc, i * ldc + N), oo + i * N);
-    } else {
-      for (let i = 0; i < M; i++) for (let j = 0; j < N; j++) out[oo + i * N + j] = Cp[i * ldc + j]!;
+    const a = operand(rt, A, ao, sam, sak, M, K, alloc);
+    const b = operand(rt, B, bo, sbk, sbn, K, N, alloc);
+    // C is written tile by tile while A and B are still read: never straight into an operand's block
+    const direct = inArena(rt, out) && !overlaps(out, A) && !overlaps(out, B);
+    const c = direct ? out.byteOffset + oo * 4 : alloc(M * N * 4);
+    blk = gemmBlock(rt, M, K, N, a.s1 === 1); // rows with contiguous k are read in place
+    const g = blk.g;
+    g.set([a.ptr, a.s0 * 4, a.s1 * 4, b.ptr, b.s0 * 4, b.s1 * 4], P.srcA / 4);
+    g[P.c / 4] = c;
+    g[P.ldc / 4] = N * 4;
+    runGemm(rt, g, M, K, N);
+    if (!direct) {
+      const r = rt.view(Float32Array, c, M * N);
+      if (out instanceof Float32Array) out.set(r, oo);
+      else for (let i = 0; i < M * N; i++) out[oo + i] = r[i]!;
     }
   } finally {
-    arena.release(cp);
-    arena.release(bp);
-    arena.release(ap);
+    blk?.release();
+    for (let i = held.length - 1; i >= 0; i--) arena.release(held[i]!);
   }
   return true;
 }
 
-function packA(A: F32, ao: number, sam: number, sak: number, M: number, K: number, Kp: number, Ap: Float32Array): void {
-  // Ap[(ip*Kp + k)*MR + r] = A[i = ip*MR + r, k]; padding stays zero
-  Ap.fill(0);
-  for (let i = 0; i < M; i++) {
-    const ip = (i / MR) | 0, r = i - ip * MR;
-    let dst = ip * Kp * MR + r;
-    let src = ao + i * sam;
-    for (let k = 0; k < K; k++, dst += MR, src += sak) Ap[dst] = A[src]!;
+// The panels live in one scratch block kept across calls: fresh wasm pages cost ~12 us each
+// on first touch, and a block released to the arena is soon taken by a tensor.
+const KEEP_BYTES = 64 << 20;
+let kept: { rt: WasmRuntime; ptr: number; bytes: number; busy: boolean } | null = null;
+
+const align64 = (n: number) => Math.ceil(n / 64) * 64;
+
+/**
+ * The parameter block of one product (P in gemm.ts) with its panel and edge buffers; the caller
+ * fills the operand fields (srcA.., srcB.., c, ldc), calls runGemm, then release(). With
+ * `aDirect` (A's rows have contiguous k and are read in place), only the row panel cut by the
+ * M edge is packed, so A's buffer holds that one panel.
+ */
+export function gemmBlock(rt: WasmRuntime, M: number, K: number, N: number, aDirect: boolean): { g: Int32Array; release(): void } {
+  const mp = Math.ceil(M / MR), np = Math.ceil(N / NR);
+  const aPanels = aDirect ? (M % MR ? 1 : 0) : mp;
+  const sizes = [P.BYTES + 16, aPanels * MR * K * 4, np * NR * K * 4, M % MR || N % NR ? (mp + np) * MR * NR * 4 : 0].map(align64);
+  const total = sizes.reduce((x, y) => x + y, 0);
+  let base: number, release: () => void;
+  if (total <= KEEP_BYTES && !(kept?.rt === rt && kept.busy)) {
+    if (kept?.rt !== rt || kept.bytes < total) {
+      if (kept?.rt === rt) rt.arena.release(kept.ptr);
+      kept = { rt, ptr: rt.arena.alloc(total), bytes: total, busy: false };
+    }
+    const k = kept;
+    k.busy = true;
+    base = k.ptr;
+    release = () => (k.busy = false);
+  } else {
+    base = rt.arena.alloc(total);
+    release = () => rt.arena.release(base);
   }
+  const at: number[] = [];
+  sizes.reduce((p, n) => (at.push(p), p + n), base);
+  const g = rt.view(Int32Array, base, (P.BYTES + 16) / 4);
+  g.fill(0); // also the zero bias block after the fields
+  // panel ip lives at ap + ip*K*MR*4: in place, the one packed panel (mp - 1) sits at the buffer's start
+  g[P.ap / 4] = aDirect ? at[1]! - (mp - 1) * K * MR * 4 : at[1]!;
+  g[P.aDirect / 4] = aDirect ? 1 : 0;
+  g[P.bp / 4] = at[2]!;
+  g[P.M / 4] = M;
+  g[P.N / 4] = N;
+  g[P.K / 4] = K;
+  g[P.mp / 4] = mp;
+  g[P.np / 4] = np;
+  g[P.edge / 4] = at[3]!;
+  g[P.bias / 4] = base + P.BYTES;
+  g[P.biasStep / 4] = 0;
+  return { g, release };
 }
 
-function packB(B: F32, bo: number, sbk: number, sbn: number, K: number, N: number, Kp: number, Bp: Float32Array): void {
-  // Bp[(jp*Kp + k)*NR + c] = B[k, j = jp*NR + c]
-  if (N % NR !== 0 || Kp !== K) Bp.fill(0);
-  const np = Math.ceil(N / NR);
-  for (let jp = 0; jp < np; jp++) {
-    const w = Math.min(NR, N - jp * NR);
-    let dst = jp * Kp * NR;
-    for (let k = 0; k < K; k++, dst += NR) {
-      const src = bo + k * sbk + jp * NR * sbn;
-      for (let c = 0; c < w; c++) Bp[dst + c] = B[src + c * sbn]!;
-    }
+/** Pack-pass and fused-column-driver functions of a product (the matrix's, or a convolution's). */
+export interface GemmFns {
+  pack: number;
+  cols: number;
+}
+const MATMUL_FNS: GemmFns = { pack: GEMM_FN.pack, cols: GEMM_FN.cols };
+
+/**
+ * Short-and-wide products pack each B panel inside the tile loop when all of A (read once per
+ * column panel) fits in about half of a 1 MiB L2; longer A gets the K x MC cache blocking.
+ */
+const FUSED_MAX_A_BYTES = 512 << 10;
+
+/**
+ * Runs one product described by `g`. Wide and short (N > M, small A): threads split the columns
+ * and pack each B panel just before using it. Otherwise all B panels are packed in one parallel
+ * pass and threads split the larger of M and N. A is packed only where it is not read in place.
+ */
+export function runGemm(rt: WasmRuntime, g: Int32Array, M: number, K: number, N: number, fns: GemmFns = MATMUL_FNS): void {
+  const mp = g[P.mp / 4]!, np = g[P.np / 4]!;
+  const pb = g.byteOffset;
+  const blocks = Math.ceil(K / GEMM.KC);
+  g[P.kc / 4] = Math.ceil(K / blocks); // equal K blocks: no short last block
+  const packMin = Math.ceil(MIN_PACK_PER_THREAD / (K * Math.max(MR, NR)));
+  const byCols = N > M;
+  const perUnit = 2 * K * (byCols ? NR * M : MR * N);
+  const minUnits = Math.ceil(MIN_FLOPS_PER_THREAD / perUnit);
+  // A panels to pack: all, or with rows read in place only the one cut by the M edge
+  const direct = g[P.aDirect / 4] === 1;
+  const aFirst = direct ? mp - 1 : 0, aUnits = direct ? (M % MR ? 1 : 0) : mp;
+  g[P.aFirst / 4] = aFirst;
+  if (byCols && mp * MR * K * 4 <= FUSED_MAX_A_BYTES) {
+    g[P.nb / 4] = 0;
+    if (aUnits) rt.pool.run(fns.pack, aUnits, [pb], 1, packMin);
+    rt.pool.run(fns.cols, np, [pb], 1, minUnits);
+    return;
   }
+  g[P.nb / 4] = np;
+  rt.pool.run(fns.pack, np + aUnits, [pb], 1, packMin);
+  rt.pool.run(GEMM_FN.driver, byCols ? np : mp, [pb, byCols ? 1 : 0], 1, minUnits);
+}
+
+function overlaps(x: Float32Array, y: F32): boolean {
+  return y instanceof Float32Array && x.buffer === y.buffer && x.byteOffset < y.byteOffset + y.byteLength && y.byteOffset < x.byteOffset + x.byteLength;
+}
+
+interface Operand {
+  ptr: number; // byte address of element [0, 0]
+  s0: number; // element strides
+  s1: number;
+}
+
+/** A strided operand in place when it is in the shared memory, else copied in contiguously. */
+function operand(rt: WasmRuntime, X: F32, xo: number, s0: number, s1: number, R: number, C: number, alloc: (b: number) => number): Operand {
+  if (inArena(rt, X)) return { ptr: X.byteOffset + xo * 4, s0, s1 };
+  const ptr = alloc(R * C * 4);
+  const v = rt.view(Float32Array, ptr, R * C);
+  for (let i = 0; i < R; i++) for (let j = 0; j < C; j++) v[i * C + j] = X[xo + i * s0 + j * s1]!;
+  return { ptr, s0: C, s1: 1 };
 }

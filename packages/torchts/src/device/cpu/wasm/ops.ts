@@ -5,6 +5,8 @@ import { wasmRuntime, type WasmRuntime } from "./runtime.js";
 
 type F32 = { [i: number]: number; length: number };
 const MIN_PER_THREAD = 32768; // elements: below this, waking a worker costs more than it saves
+/** Strict eager sends float32 row sums (and the like) to wasm from this many elements. */
+export const WASM_MIN_ELEMS = 2048;
 
 export function isWasmUnary(op: string): op is UnaryWasm {
   return (UNARY_WASM as readonly string[]).includes(op);
@@ -73,6 +75,23 @@ export function softmaxRowsF32(x: F32, off: number, rows: number, n: number, out
   if (rows * n === 0) return true;
   const s = stageIn(rt, x, off, rows * n), o = stageOut(rt, out, rows * n);
   rt.pool.run(rt.fn.softmax_rows!, rows, [s.ptr, o.ptr, n], 1, Math.ceil(MIN_PER_THREAD / n));
+  finish(rt, out, rows * n, o, s);
+  return true;
+}
+
+/** Log-softmax over each of `rows` contiguous rows of length `n`: (x - max) - log(sum(exp(x - max))). */
+export function logSoftmaxRowsF32(x: F32, off: number, rows: number, n: number, out: F32): boolean {
+  const rt = wasmRuntime();
+  if (!rt) return false;
+  if (rows * n === 0) return true;
+  const s = stageIn(rt, x, off, rows * n), o = stageOut(rt, out, rows * n);
+  const stats = rt.arena.alloc(rows * 8);
+  const minRows = Math.ceil(MIN_PER_THREAD / n);
+  rt.pool.run(rt.fn.lse_rows!, rows, [s.ptr, stats, n], 1, minRows);
+  const st = rt.view(Float32Array, stats, rows * 2);
+  for (let r = 1; r < 2 * rows; r += 2) st[r] = Math.log(st[r]!);
+  rt.pool.run(rt.fn.sub_rows2!, rows, [s.ptr, o.ptr, stats, n], 1, minRows);
+  rt.arena.release(stats);
   finish(rt, out, rows * n, o, s);
   return true;
 }

@@ -14,9 +14,9 @@ const CHUNKS_PER_THREAD = 4;
 
 // Plain JS so it can be evaluated as a worker (Node) or from a Blob URL (browsers).
 const DRAIN_SRC = `
-function drain(ctl, claim, args, fns, gen) {
+function drain(ctl, claim, args, fns, gen, load) {
   const tag = BigInt(gen) << 32n;
-  const f = fns[ctl[${FN}]], nch = ctl[${NCH}], units = ctl[${UNITS}], align = ctl[${ALIGN}], total = ctl[${TOTAL}];
+  const f = fns[ctl[${FN}]] ?? load(ctl[${FN}]), nch = ctl[${NCH}], units = ctl[${UNITS}], align = ctl[${ALIGN}], total = ctl[${TOTAL}];
   const a0 = args[0], a1 = args[1], a2 = args[2], a3 = args[3], a4 = args[4], a5 = args[5], a6 = args[6], a7 = args[7];
   for (;;) {
     const v = Atomics.load(claim, 0);
@@ -32,32 +32,53 @@ function drain(ctl, claim, args, fns, gen) {
 }`;
 
 const WORKER_SRC = `
-const { workerData } = require("node:worker_threads");
-const { memory, module, names } = workerData;
+const { workerData, parentPort, receiveMessageOnPort } = require("node:worker_threads");
+const { memory, module, names, extra } = workerData;
 const inst = new WebAssembly.Instance(module, { env: { memory } });
+const fns = names.map((n) => inst.exports[n]);
+// modules added after start-up (run-time generated kernels): functions from index base on
+function addModule(m) {
+  const x = new WebAssembly.Instance(m.module, { env: { memory } });
+  m.names.forEach((n, i) => (fns[m.base + i] = x.exports[n]));
+}
+for (const m of extra) addModule(m);
+// the caller posts a module before any job that uses it, so it is already queued here
+function load(i) {
+  while (fns[i] === undefined) {
+    const msg = receiveMessageOnPort(parentPort);
+    if (msg) addModule(msg.message);
+  }
+  return fns[i];
+}
 const ctl = new Int32Array(memory.buffer, 0, ${CTL_BYTES / 4});
 const claim = new BigInt64Array(memory.buffer, ${CLAIM_BYTE}, 1);
 const args = new Float64Array(memory.buffer, ${ARGS_BYTE}, ${MAX_ARGS});
-const fns = names.map((n) => inst.exports[n]);
 ${DRAIN_SRC}
 let gen = Atomics.load(ctl, ${GEN});
 Atomics.add(ctl, ${READY}, 1);
 for (;;) {
   Atomics.wait(ctl, ${GEN}, gen);
   gen = Atomics.load(ctl, ${GEN});
-  drain(ctl, claim, args, fns, gen);
+  drain(ctl, claim, args, fns, gen, load);
 }
 `;
 
 type WasmFn = (...a: number[]) => void;
-type Drain = (ctl: Int32Array, claim: BigInt64Array, args: Float64Array, fns: WasmFn[], gen: number) => void;
+type Drain = (ctl: Int32Array, claim: BigInt64Array, args: Float64Array, fns: WasmFn[], gen: number, load: (i: number) => WasmFn) => void;
+type Spawned = { terminate(): unknown; unref?(): void; postMessage?(m: unknown): void };
+interface Extra {
+  module: object;
+  names: string[];
+  base: number;
+}
 const drain = new Function(`${DRAIN_SRC}; return drain;`)() as Drain;
 
 export class Pool {
   private readonly ctl: Int32Array;
   private readonly claim: BigInt64Array;
   private readonly args: Float64Array;
-  private readonly workers: { terminate(): unknown }[] = [];
+  private readonly workers: Spawned[] = [];
+  private readonly extra: Extra[] = [];
   private canWait = true;
 
   constructor(
@@ -66,7 +87,7 @@ export class Pool {
     private readonly names: string[],
     private readonly fns: WasmFn[],
     public threads: number,
-    private readonly spawn: ((src: string, data: object) => { terminate(): unknown; unref?(): void }) | null,
+    private readonly spawn: ((src: string, data: object) => Spawned) | null,
   ) {
     this.ctl = new Int32Array(memory.buffer, 0, CTL_BYTES / 4);
     this.claim = new BigInt64Array(memory.buffer, CLAIM_BYTE, 1);
@@ -82,10 +103,24 @@ export class Pool {
   private start(): void {
     if (!this.spawn) return;
     for (let i = this.workers.length + 1; i < this.threads; i++) {
-      const w = this.spawn(WORKER_SRC, { memory: this.memory, module: this.module, names: this.names });
+      const w = this.spawn(WORKER_SRC, { memory: this.memory, module: this.module, names: this.names, extra: this.extra });
       w.unref?.();
       this.workers.push(w);
     }
+  }
+
+  /**
+   * Adds the functions of another module over the same memory (a run-time generated kernel);
+   * returns the index of its first function for run(). The calling thread's instances are
+   * `fns`; workers instantiate the module themselves when a job first needs it.
+   */
+  addModule(module: object, names: string[], fns: WasmFn[]): number {
+    const base = this.fns.length;
+    this.fns.push(...fns);
+    const m: Extra = { module, names, base };
+    this.extra.push(m);
+    for (const w of this.workers) w.postMessage?.(m);
+    return base;
   }
 
   /**
@@ -114,7 +149,7 @@ export class Pool {
     Atomics.store(this.claim, 0, BigInt(gen) << 32n);
     Atomics.store(ctl, GEN, gen);
     Atomics.notify(ctl, GEN);
-    drain(ctl, this.claim, this.args, this.fns, gen);
+    drain(ctl, this.claim, this.args, this.fns, gen, (i) => this.fns[i]!);
     for (let spins = 0; ; spins++) {
       const d = Atomics.load(ctl, COMPLETED);
       if (d >= nch) break;

@@ -4,8 +4,12 @@
 import { Arena, type GrowableMemory } from "./arena.js";
 import { emitModule, type Fn } from "./emitter.js";
 import { GEMM, gemmFns } from "./gemm.js";
+import { convFns } from "./conv.js";
 import { elementwiseFns } from "./elementwise.js";
 import { probeFns } from "./probe.js";
+import { attentionFns } from "./attention.js";
+import { gemvFns } from "./gemv.js";
+import { qgemvFns } from "./qgemv.js";
 import { CTL_BYTES, MAX_THREADS, Pool } from "./pool.js";
 import { detect, type Features } from "./features.js";
 
@@ -56,9 +60,12 @@ function build(): WasmRuntime | null {
     fns.push(...list);
     return base;
   };
-  add(gemmFns(GEMM, features.relaxedSimd, 0));
+  add(gemmFns(GEMM, features.relaxedSimd));
+  add(convFns(fns.length));
   add(elementwiseFns(features.relaxedSimd));
   add(probeFns(features.relaxedSimd));
+  add(attentionFns(features.relaxedSimd));
+  add([...gemvFns(features.relaxedSimd), ...qgemvFns(features.relaxedSimd)]);
   const pages = { initial: 32, maximum: 65536 };
   const bytes = emitModule(fns, pages);
   const memory = new WebAssembly.Memory({ ...pages, shared: true });

@@ -17,7 +17,7 @@ export class VMath {
     private readonly f: Fn,
     private readonly fma = false,
   ) {
-    this.t = Array.from({ length: 6 }, () => f.local(V128));
+    this.t = Array.from({ length: 8 }, () => f.local(V128));
   }
 
   /** Stack [a, b] -> a*b + c (one relaxed madd when available). */
@@ -53,7 +53,8 @@ export class VMath {
   }
 
   /** tanh(x): odd 13/6 rational approximation on [-7.9053, 7.9053] (Eigen's float tanh);
-   * |x| < 4e-4 returns x, which is exact to float32 there. */
+   * |x| < 4e-4 returns x, which is exact to float32 there. Beyond the clamp (only when some lane
+   * is) 1 - 2/(1 + exp(2|x|)) with x's sign, so large |x| gives exactly +-1 as Math.tanh does. */
   tanh(x: number): void {
     const f = this.f;
     const [xc, x2, p] = this.t as [number, number, number];
@@ -70,6 +71,19 @@ export class VMath {
     for (let i = 1; i < B.length; i++) this.mulAdd(x2, B[i]!);
     f.simd(SIMD.f32x4div).set(p);
     f.get(x).get(p).get(x).simd(SIMD.f32x4abs).f32x4(4e-4).simd(SIMD.f32x4lt).simd(SIMD.v128bitselect);
+    const [r, ax] = [this.t[6]!, this.t[7]!];
+    f.set(r);
+    f.get(x).simd(SIMD.f32x4abs).f32x4(7.90531110763549805).simd(SIMD.f32x4gt).op(0xfd, 0x53 /* v128.any_true */);
+    f.op(0x04, 0x40); // if
+    f.get(x).simd(SIMD.f32x4abs).get(x).simd(SIMD.f32x4abs).simd(SIMD.f32x4add).set(ax);
+    f.f32x4(1).f32x4(2).f32x4(1);
+    this.exp(ax);
+    f.simd(SIMD.f32x4add).simd(SIMD.f32x4div).simd(SIMD.f32x4sub);
+    // copysign: magnitude bits from the result, sign bit from x
+    f.get(x).i32x4(-0x80000000).simd(SIMD.v128and).simd(SIMD.v128or);
+    f.get(r).get(x).simd(SIMD.f32x4abs).f32x4(7.90531110763549805).simd(SIMD.f32x4gt).simd(SIMD.v128bitselect).set(r);
+    f.op(0x0b); // end
+    f.get(r);
   }
 
   /** sigmoid(x) = 1 / (1 + exp(-x)). */

@@ -1,0 +1,185 @@
+// The cpu kernel of the `attention` composite: softmax(q k^T * scale + mask) v over
+// q [B, Hq, L, E], k [B, Hk, S, E], v [B, Hk, S, Ev] (Hq a multiple of Hk: grouped-query heads),
+// an optional additive float32 mask viewed as [B, Hq, L, S], causal (bottom-right aligned) or not.
+// The wasm kernel (wasm/attention.ts) reads strided rows in place (slices of a KV cache
+// included); a strided last dim, a head dim that is not a multiple of 4, operands outside the
+// wasm memory, and key/value rows lying far apart that several tiles re-read (heads split out of
+// one projection) are first copied densely into arena scratch (reused blocks). Without wasm a plain JS
+// loop computes the same thing. With attrs.probs the output is the probability matrix
+// [B, Hq, L, S] instead (what the op's backward would otherwise recompute with matmul + softmax).
+import type { IRNode } from "../../ir/prims.js";
+import type { Arr, Kernel } from "./codegen.js";
+import { AP, ATTN_PARAM_BYTES, CP, attnSlotBytes } from "./wasm/attention.js";
+import { inArena } from "./wasm/ops.js";
+import { wasmRuntime, type WasmRuntime } from "./wasm/runtime.js";
+
+const QB_MAX = 16; // query rows per tile (even)
+const BC = 64; // keys per block (multiple of 4)
+const CHUNKS_PER_THREAD = 4; // the pool cuts a job into at most threads * 4 calls (the kernel traps past that)
+const MIN_FLOPS_PER_THREAD = 2e5;
+const COPY_ROWS_PER_THREAD = 65536; // floats
+
+interface Operand {
+  ptr: number;
+  st: [number, number, number]; // byte strides of dims 0..2; the last dim is contiguous
+  scratch: boolean;
+}
+
+/**
+ * A 4-d view usable in place, or a dense copy whose last dim is zero-padded to `padTo`.
+ * `gather` also copies rows that are contiguous but far apart (read again by every tile).
+ */
+function operand(
+  rt: WasmRuntime, a: Arr, off: number, shape: readonly number[], strides: readonly number[], padTo: number, gather = false,
+): Operand {
+  const [d0, d1, d2, d3] = shape as [number, number, number, number];
+  const [s0, s1, s2, s3] = strides as [number, number, number, number];
+  const rowsOk = inArena(rt, a) && (s3 === 1 || d3 === 1);
+  if (rowsOk && padTo === d3 && !(gather && d2 > 1 && s2 !== d3)) {
+    return { ptr: a.byteOffset + off * 4, st: [s0 * 4, s1 * 4, s2 * 4], scratch: false };
+  }
+  const rows = d0 * d1 * d2;
+  const ptr = rt.arena.alloc(rows * padTo * 4);
+  const st: [number, number, number] = [d1 * d2 * padTo * 4, d2 * padTo * 4, padTo * 4];
+  if (rowsOk) {
+    const cp = rt.arena.alloc(64);
+    try {
+      const P = rt.view(Int32Array, cp, 16);
+      P[CP.src / 4] = a.byteOffset + off * 4; P[CP.dst / 4] = ptr; P[CP.d1 / 4] = d1; P[CP.d2 / 4] = d2;
+      P[CP.s0 / 4] = s0 * 4; P[CP.s1 / 4] = s1 * 4; P[CP.s2 / 4] = s2 * 4; P[CP.rowBytes / 4] = d3 * 4; P[CP.pitch / 4] = padTo * 4;
+      rt.pool.run(rt.fn.attn_copy_rows!, rows, [cp], 1, Math.ceil(COPY_ROWS_PER_THREAD / padTo));
+    } finally {
+      rt.arena.release(cp);
+    }
+    return { ptr, st, scratch: true };
+  }
+  const dst = rt.view(Float32Array, ptr, rows * padTo);
+  if (padTo !== d3) dst.fill(0);
+  let d = 0;
+  for (let i0 = 0; i0 < d0; i0++)
+    for (let i1 = 0; i1 < d1; i1++)
+      for (let i2 = 0; i2 < d2; i2++, d += padTo) {
+        const o = off + i0 * s0 + i1 * s1 + i2 * s2;
+        if (s3 === 1 && a instanceof Float32Array) dst.set(a.subarray(o, o + d3), d);
+        else for (let i3 = 0; i3 < d3; i3++) dst[d + i3] = a[o + i3 * s3]!;
+      }
+  return { ptr, st, scratch: true };
+}
+
+const up4 = (n: number) => Math.ceil(n / 4) * 4;
+
+interface Attrs {
+  causal: boolean;
+  scale: number;
+  mask: boolean;
+  /** output the probabilities [B, Hq, L, S] instead of [B, Hq, L, Ev] (backward) */
+  probs?: boolean;
+}
+
+export function attentionKernel(n: IRNode<"composite">): Kernel {
+  const { causal, scale, mask: hasMask, probs = false } = n.params.attrs as unknown as Attrs;
+  const [qv, kv, vv, mv] = n.inputs;
+  const [B, Hq, L, E] = qv!.shape as [number, number, number, number];
+  const [, Hk, S] = kv!.shape as [number, number, number, number];
+  const Ev = vv!.shape[3]!;
+  const nrep = Hq / Hk;
+  const Ep = up4(E), Evp = up4(Ev), Sp = up4(S);
+  const W = probs ? S : Ev, Wp = probs ? Sp : Evp; // output row width
+  const R = nrep * L;
+  const QB = Math.min(QB_MAX, R + (R & 1));
+  const T = Math.ceil(R / QB);
+  const units = B * Hk * T;
+  const flopsPerUnit = 2 * QB * S * (Ep + Evp);
+  const minUnits = Math.max(1, Math.ceil(MIN_FLOPS_PER_THREAD / flopsPerUnit));
+  return (O, ins, offs) => {
+    const rt = wasmRuntime();
+    if (!rt) return attentionJs(n, O, ins, offs);
+    const q = operand(rt, ins[0]!, offs[0]!, qv!.shape, qv!.strides, Ep);
+    const k = operand(rt, ins[1]!, offs[1]!, kv!.shape, kv!.strides, Ep, T > 1);
+    const v = operand(rt, ins[2]!, offs[2]!, vv!.shape, vv!.strides, Evp, T > 1);
+    const m = hasMask ? operand(rt, ins[3]!, offs[3]!, mv!.shape, mv!.strides, S) : null;
+    const direct = inArena(rt, O) && Wp === W;
+    const outPtr = direct ? (O as Float32Array).byteOffset : rt.arena.alloc(B * Hq * L * Wp * 4);
+    const slots = Math.min(units, rt.pool.threads * CHUNKS_PER_THREAD + 1);
+    const slotBytes = attnSlotBytes(QB, BC, Evp);
+    const prm = rt.arena.alloc(ATTN_PARAM_BYTES);
+    const scratch = rt.arena.alloc(slots * slotBytes);
+    try {
+      const P = rt.view(Int32Array, prm, ATTN_PARAM_BYTES / 4);
+      const set = (off: number, val: number) => (P[off / 4] = val);
+      set(AP.q, q.ptr); set(AP.k, k.ptr); set(AP.v, v.ptr); set(AP.mask, m ? m.ptr : 0); set(AP.out, outPtr);
+      set(AP.Hk, Hk); set(AP.nrep, nrep); set(AP.L, L); set(AP.S, S); set(AP.E, Ep); set(AP.Ev, Evp);
+      set(AP.qsb, q.st[0]); set(AP.qsh, q.st[1]); set(AP.qsl, q.st[2]);
+      set(AP.ksb, k.st[0]); set(AP.ksh, k.st[1]); set(AP.kss, k.st[2]);
+      set(AP.vsb, v.st[0]); set(AP.vsh, v.st[1]); set(AP.vss, v.st[2]);
+      set(AP.msb, m ? m.st[0] : 0); set(AP.msh, m ? m.st[1] : 0); set(AP.msl, m ? m.st[2] : 0);
+      set(AP.causal, causal ? 1 : 0); set(AP.slot, 0); set(AP.scratch, scratch); set(AP.slotBytes, slotBytes);
+      set(AP.T, T); set(AP.QB, QB); set(AP.BC, BC); set(AP.slots, slots);
+      set(AP.probs, probs ? 1 : 0); set(AP.outRow, Wp * 4);
+      rt.view(Float32Array, prm + AP.scale, 1)[0] = scale;
+      rt.pool.run(rt.fn.attn_fwd!, units, [prm], 1, minUnits);
+      if (!direct) {
+        const res = rt.view(Float32Array, outPtr, B * Hq * L * Wp);
+        const rows = B * Hq * L;
+        if (Wp === W && O instanceof Float32Array) O.set(res);
+        else for (let r = 0; r < rows; r++) for (let e = 0; e < W; e++) O[r * W + e] = res[r * Wp + e]!;
+      }
+    } finally {
+      rt.arena.release(scratch);
+      rt.arena.release(prm);
+      if (!direct) rt.arena.release(outPtr);
+      for (const o of [q, k, v, m]) if (o?.scratch) rt.arena.release(o.ptr);
+    }
+  };
+}
+
+/** The same computation in plain JS (TORCHTS_CPU_BACKEND=js): float64 scores, one row at a time. */
+function attentionJs(n: IRNode<"composite">, O: Arr, ins: Arr[], offs: number[]): void {
+  const { causal, scale, mask: hasMask, probs = false } = n.params.attrs as unknown as Attrs;
+  const [qv, kv, vv, mv] = n.inputs;
+  const [B, Hq, L, E] = qv!.shape as [number, number, number, number];
+  const [, Hk, S] = kv!.shape as [number, number, number, number];
+  const Ev = vv!.shape[3]!;
+  const nrep = Hq / Hk;
+  const [Q, K, V, M] = ins as [Arr, Arr, Arr, Arr | undefined];
+  const qs = qv!.strides, ks = kv!.strides, vs = vv!.strides, ms = mv?.strides;
+  const p = new Float64Array(S);
+  const acc = new Float64Array(Ev);
+  for (let b = 0; b < B; b++)
+    for (let h = 0; h < Hq; h++) {
+      const hk = Math.floor(h / nrep);
+      for (let l = 0; l < L; l++) {
+        const end = causal ? Math.max(0, Math.min(S, l + S - L + 1)) : S;
+        const qo = offs[0]! + b * qs[0]! + h * qs[1]! + l * qs[2]!;
+        let mx = -Infinity;
+        for (let j = 0; j < S; j++) {
+          if (j >= end) {
+            p[j] = -Infinity;
+            continue;
+          }
+          const ko = offs[1]! + b * ks[0]! + hk * ks[1]! + j * ks[2]!;
+          let s = 0;
+          for (let e = 0; e < E; e++) s += Q[qo + e * qs[3]!]! * K[ko + e * ks[3]!]!;
+          s = Math.fround(s * scale);
+          if (hasMask) s += M![offs[3]! + b * ms![0]! + h * ms![1]! + l * ms![2]! + j * ms![3]!]!;
+          p[j] = s;
+          if (!(s <= mx)) mx = s;
+        }
+        let sum = 0;
+        for (let j = 0; j < S; j++) sum += p[j] = Math.exp(p[j]! - mx);
+        if (probs) {
+          const po = ((b * Hq + h) * L + l) * S;
+          for (let j = 0; j < S; j++) O[po + j] = p[j]! / sum;
+          continue;
+        }
+        acc.fill(0);
+        for (let j = 0; j < S; j++) {
+          const w = p[j]! / sum;
+          const vo = offs[2]! + b * vs[0]! + hk * vs[1]! + j * vs[2]!;
+          for (let e = 0; e < Ev; e++) acc[e] += w * V[vo + e * vs[3]!]!;
+        }
+        const oo = ((b * Hq + h) * L + l) * Ev;
+        for (let e = 0; e < Ev; e++) O[oo + e] = acc[e]!;
+      }
+    }
+}

@@ -1,0 +1,82 @@
+// Weight-only quantized linear layers: y = x @ dequant(W)^T + b with float activations.
+// A device that overrides the composite (cpu: linearInt8 / linearInt4) reads the quantized weight
+// directly; elsewhere (webgpu, other dtypes, inputs that need gradients) the weight is
+// dequantized with ordinary ops and F.linear runs, which defines the result.
+//   int8: W[o, g*G + j] = q[o, g*G + j] * scale[o, g]   (q int8 [out, in], scale [out, groups])
+//   int4: W[o, g*G + j] = (nibble - 8) * scale[o, g]     (uint8 [out, in/2], low nibble = even column)
+import { withOp } from "../../runtime/mode.js";
+import type { Tensor } from "../../tensor.js";
+import { compositePrim, reshape } from "../../ops/core.js";
+import * as S from "../../ops/shape_ops.js";
+import { linear } from "../../ops/linalg.js";
+import { isGradEnabled } from "../../autograd/grad_mode.js";
+
+/** The float weight [out, in] of an int8 weight with one scale per row or per group of inputs. */
+export function dequantizeInt8(q: Tensor, scale: Tensor): Tensor {
+  const [O, I] = q.shape as [number, number];
+  const G = scale.shape[1]!;
+  const w = q.to(scale.dtype);
+  if (G === 1) return w.mul(scale);
+  return w.reshape(O, G, I / G).mul(scale.unsqueeze(-1)).reshape(O, I);
+}
+
+/** The float weight [out, inFeatures] of packed int4 nibbles with one scale per group. */
+export function dequantizeInt4(packed: Tensor, scales: Tensor, inFeatures: number, groupSize: number): Tensor {
+  const O = packed.shape[0]!;
+  const p = packed.to("int32");
+  const q = S.stack([p.bitwiseAnd(15), p.floorDivide(16)], -1).reshape(O, inFeatures / groupSize, groupSize);
+  return q.sub(8).to(scales.dtype).mul(scales.unsqueeze(-1)).reshape(O, inFeatures);
+}
+
+/** The device kernel when it can serve (float32, inference), else null. */
+function tryComposite(
+  name: "linearInt8" | "linearInt4", x: Tensor, q: Tensor, scale: Tensor, bias: Tensor | null, groupSize: number,
+): Tensor | null {
+  if (x.dtype !== "float32" || scale.dtype !== "float32" || (bias && bias.dtype !== "float32")) return null;
+  if (isGradEnabled() && (x.requiresGrad || scale.requiresGrad || bias?.requiresGrad)) return null;
+  if (name === "linearInt4" && groupSize % 32 !== 0) return null; // the kernel unpacks 32 nibbles at a time
+  const K = x.shape[x.ndim - 1]!;
+  const lead = x.shape.slice(0, -1);
+  const M = lead.reduce((a, b) => a * b, 1);
+  const N = q.shape[0]!;
+  const inputs = [reshape(x, [M, K]), q.contiguous(), scale.contiguous()];
+  if (bias) inputs.push(bias.contiguous());
+  const y = compositePrim(name, { groupSize }, inputs, [M, N], "float32");
+  return y && reshape(y, [...lead, N]);
+}
+
+function checkShapes(op: string, x: Tensor, inFeatures: number, outFeatures: number): void {
+  if (x.ndim < 1 || x.shape[x.ndim - 1] !== inFeatures)
+    throw new RangeError(
+      `${op}: mat1 and mat2 shapes cannot be multiplied (${x.shape.slice(0, -1).reduce((p, q) => p * q, 1)}x${x.shape[x.ndim - 1] ?? 0} and ${inFeatures}x${outFeatures})`,
+    );
+}
+
+/** x @ (q * scale)^T + bias with q int8 [out, in] and scale [out, groups] (groups = 1: per channel). */
+export function linearInt8(x: Tensor, q: Tensor, scale: Tensor, bias: Tensor | null = null): Tensor {
+  return withOp("linearInt8", () => {
+    const [O, I] = q.shape as [number, number];
+    if (q.dtype !== "int8" || q.ndim !== 2) throw new TypeError(`linearInt8: expected an int8 weight [out, in], got ${q.dtype} [${q.shape.join(", ")}]`);
+    const G = scale.shape[1] ?? 0;
+    if (scale.ndim !== 2 || scale.shape[0] !== O || G === 0 || I % G !== 0)
+      throw new RangeError(`linearInt8: scale [${scale.shape.join(", ")}] does not fit the weight [${O}, ${I}]`);
+    checkShapes("linearInt8", x, I, O);
+    return tryComposite("linearInt8", x, q, scale, bias, I / G) ?? linear(x, dequantizeInt8(q, scale).to(x.dtype), bias);
+  });
+}
+
+/** x @ ((nibble - 8) * scale)^T + bias with packed uint8 [out, in/2] and scales [out, in/groupSize]. */
+export function linearInt4(x: Tensor, packed: Tensor, scales: Tensor, bias: Tensor | null, inFeatures: number, groupSize: number): Tensor {
+  return withOp("linearInt4", () => {
+    const O = packed.shape[0]!;
+    if (packed.dtype !== "uint8" || packed.ndim !== 2 || packed.shape[1]! * 2 !== inFeatures)
+      throw new TypeError(`linearInt4: expected a uint8 weight [out, ${inFeatures / 2}], got ${packed.dtype} [${packed.shape.join(", ")}]`);
+    if (groupSize % 2 !== 0 || inFeatures % groupSize !== 0 || scales.ndim !== 2 || scales.shape[0] !== O || scales.shape[1] !== inFeatures / groupSize)
+      throw new RangeError(`linearInt4: scales [${scales.shape.join(", ")}] do not fit ${O}x${inFeatures} in groups of ${groupSize}`);
+    checkShapes("linearInt4", x, inFeatures, O);
+    return (
+      tryComposite("linearInt4", x, packed, scales, bias, groupSize) ??
+      linear(x, dequantizeInt4(packed, scales, inFeatures, groupSize).to(x.dtype), bias)
+    );
+  });
+}

@@ -1,0 +1,118 @@
+// The wasm GEMM on operands inside the shared memory (read in place, C written in place):
+// edge tiles (M % 4, N % 8), several K blocks, splits over rows and over columns (B panels
+// packed ahead or inside the column loop), contiguous, transposed and broadcast (zero-stride)
+// operands, the neighbours of C left untouched, and batched torch.matmul folded into one product.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as torch from "../../../src/index.js";
+import { arenaF32, cpuInfo, matmulF32, setNumThreads, unaryF32 } from "../../../src/device/cpu/wasm/index.js";
+
+const on = process.env.TORCHTS_CPU_BACKEND !== "js";
+
+/** Jobs only split once a worker has started: start one first so "2 threads" really runs two. */
+async function startWorkers(): Promise<void> {
+  setNumThreads(2);
+  unaryF32("exp", new Float32Array(1 << 17), 0, 1 << 17, new Float32Array(1 << 17));
+  for (let i = 0; i < 100 && cpuInfo().workersReady < 1; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(cpuInfo().workersReady >= 1, "a worker thread started");
+}
+
+function fill(a: Float32Array, seed: number): void {
+  let s = seed;
+  for (let i = 0; i < a.length; i++) {
+    s = (s * 1103515245 + 12345) >>> 0;
+    a[i] = (s / 4294967296) * 2 - 1;
+  }
+}
+
+interface Case {
+  M: number; K: number; N: number;
+  sa: [number, number]; // A strides (rows, k)
+  sb: [number, number]; // B strides (k, cols)
+}
+
+function check(c: Case, threads: number): void {
+  const { M, K, N, sa, sb } = c;
+  const span = (s: [number, number], r: number, q: number) => (r - 1) * s[0] + (q - 1) * s[1] + 1;
+  const A = arenaF32(span(sa, M, K) + 2)!, B = arenaF32(span(sb, K, N) + 2)!, C = arenaF32(M * N + 4)!;
+  try {
+    fill(A.data, M * 31 + K);
+    fill(B.data, N * 17 + K);
+    C.data.fill(9);
+    setNumThreads(threads);
+    assert.ok(matmulF32(M, K, N, A.data, 1, sa[0], sa[1], B.data, 2, sb[0], sb[1], C.data, 2));
+    for (let i = 0; i < M; i++)
+      for (let j = 0; j < N; j++) {
+        let s = 0;
+        for (let k = 0; k < K; k++) s += A.data[1 + i * sa[0] + k * sa[1]]! * B.data[2 + k * sb[0] + j * sb[1]]!;
+        const got = C.data[2 + i * N + j]!;
+        assert.ok(Math.abs(got - s) <= 2e-6 * K + 1e-6, `${M}x${K}x${N} t${threads} (${i},${j}): ${got} vs ${s}`);
+      }
+    assert.deepEqual([C.data[0], C.data[1], C.data[M * N + 2], C.data[M * N + 3]], [9, 9, 9, 9]);
+  } finally {
+    setNumThreads(2);
+    [A, B, C].forEach((x) => x.release());
+  }
+}
+
+test("arena GEMM: edge tiles, K blocks, row and column splits, strided operands", { skip: !on }, async () => {
+  await startWorkers();
+  const cases: Case[] = [];
+  for (const [M, K, N] of [[9, 5, 3], [12, 16, 16], [13, 600, 21], [64, 257, 200], [203, 33, 9], [40, 520, 1001], [140, 1000, 150]] as const) {
+    cases.push({ M, K, N, sa: [K, 1], sb: [N, 1] }); // row-major both (contiguous B panels)
+    cases.push({ M, K, N, sa: [1, M], sb: [1, K] }); // both transposed
+    cases.push({ M, K, N, sa: [K + 3, 1], sb: [N + 5, 1] }); // padded rows
+  }
+  cases.push({ M: 17, K: 300, N: 24, sa: [300, 1], sb: [0, 1] }); // every k reads the same B row
+  cases.push({ M: 17, K: 40, N: 24, sa: [0, 1], sb: [24, 1] }); // every row of A the same
+  for (const threads of [1, 2]) for (const c of cases) check(c, threads);
+});
+
+test("arena GEMM results do not depend on the thread count", { skip: !on }, async () => {
+  await startWorkers();
+  const [M, K, N] = [70, 530, 90];
+  const A = arenaF32(M * K)!, B = arenaF32(K * N)!, C1 = arenaF32(M * N)!, C2 = arenaF32(M * N)!;
+  try {
+    fill(A.data, 5);
+    fill(B.data, 6);
+    setNumThreads(1);
+    matmulF32(M, K, N, A.data, 0, K, 1, B.data, 0, N, 1, C1.data, 0);
+    setNumThreads(2);
+    matmulF32(M, K, N, A.data, 0, K, 1, B.data, 0, N, 1, C2.data, 0);
+    assert.deepEqual(C1.data, C2.data);
+  } finally {
+    setNumThreads(2);
+    [A, B, C1, C2].forEach((x) => x.release());
+  }
+});
+
+test("torch.matmul folds a batch over one shared matrix into one product with the same sums", async () => {
+  torch.manualSeed(3);
+  const a = torch.randn([3, 5, 37, 20]), w = torch.randn([20, 30]);
+  const y = await torch.matmul(a, w).data();
+  const aT = torch.randn([3, 20, 37]).transpose(1, 2); // rows not evenly strided across batches: not folded
+  const yT = await torch.matmul(aT, w).data();
+  for (let i = 0; i < 3; i++) {
+    for (let j = 0; j < 5; j++) {
+      const one = await torch.matmul(torch.select(torch.select(a, 0, i), 0, j), w).data();
+      assert.deepEqual(y.slice((i * 5 + j) * 37 * 30, (i * 5 + j + 1) * 37 * 30), one);
+    }
+    const oneT = await torch.matmul(torch.select(aT, 0, i), w).data();
+    assert.deepEqual(yT.slice(i * 37 * 30, (i + 1) * 37 * 30), oneT);
+  }
+});
+
+test("arena GEMM into the same block as its operands (C after A and B in one buffer)", { skip: !on }, () => {
+  const [M, K, N] = [13, 70, 21];
+  const X = arenaF32(M * K + K * N + M * N)!;
+  try {
+    fill(X.data, 9);
+    const want = new Float64Array(M * N);
+    for (let i = 0; i < M; i++)
+      for (let j = 0; j < N; j++) for (let k = 0; k < K; k++) want[i * N + j]! += X.data[i * K + k]! * X.data[M * K + k * N + j]!;
+    assert.ok(matmulF32(M, K, N, X.data, 0, K, 1, X.data, M * K, N, 1, X.data, M * K + K * N));
+    for (let q = 0; q < M * N; q++) assert.ok(Math.abs(X.data[M * K + K * N + q]! - want[q]!) <= 1e-4, `[${q}]`);
+  } finally {
+    X.release();
+  }
+});
