@@ -280,7 +280,10 @@ export function scope<T>(fn: () => T): T {
   collectTensors(result, (t) => keepStorages.add(t._storage));
   for (const t of kept) keepStorages.add(t._storage);
   // grads and autograd state that escape through leaves are kept too
-  for (const t of mine) {
+  // newest first: readers go before the values they read, so a fused value no pending node
+  // needs any more is freed now instead of being moved aside for a reader about to go too
+  for (let i = mine.length - 1; i >= 0; i--) {
+    const t = mine[i]!;
     // only memory allocated inside the scope: a view made inside it of an outer tensor, or an
     // in-place write into one (its temporary then points at the outer storage), share the
     // outer tensor's storage, which must survive
