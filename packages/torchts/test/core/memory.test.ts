@@ -109,6 +109,19 @@ test("memory: torch.scope disposes intermediates and keeps what it returns", asy
   assert.equal(torch.memory.stats().liveBytes, before + 4 + 400);
 });
 
+test("memory: torch.scope frees a flushed fused chain at once (no buffer waits for GC)", () => {
+  const x = torch.randn(1024);
+  const before = torch.memory.stats().liveBytes;
+  for (let i = 0; i < 3; i++)
+    torch.scope(() =>
+      torch.withEagerMode("fused", () => {
+        x.mul(0.75).add(0.1).tanh();
+        torch.sync();
+      }),
+    );
+  assert.equal(torch.memory.stats().liveBytes, before);
+});
+
 test("memory: stats track allocations and peak", () => {
   torch.memory.resetPeakStats();
   const s0 = torch.memory.stats();
