@@ -83,7 +83,7 @@ export function execute(st: Storage, p: Pending): void {
   const out = st.allocate();
   const args = p.inputs.map((v) => ({ buf: v.storage.buf!, offset: v.offset }));
   if (recordHooks.kernel) recordHooks.kernel(exe, p.node.prim, p.inputs, [st], p.scalars, p.node);
-  profileKernel(p.node.prim, () => exe.run(args, [out], p.scalars));
+  profileKernel(p.node.prim, () => exe.run(args, [out], p.scalars), () => shapesOf(p.node));
 }
 
 /** Make a storage's value exist, running (fused) whatever pending graph produces it. */
@@ -173,4 +173,10 @@ function checkOutput(st: Storage, node: IRNode, site: string): void {
         );
     }
   }
+}
+
+/** How the profiler names a node under recordShapes: params, input views and output. */
+function shapesOf(n: IRNode): string {
+  const ins = n.inputs.map((v) => `${v.dtype}[${v.shape.join(",")}]{${v.strides.join(",")}}`).join(" ");
+  return `${JSON.stringify(n.params)} ${ins} -> ${n.out.dtype}[${n.out.shape.join(",")}]`;
 }

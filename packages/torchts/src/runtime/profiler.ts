@@ -11,6 +11,8 @@ let active: Profile | null = null;
 
 export class Profile {
   readonly events: KernelEvent[] = [];
+  /** Name single-op kernels with their input shapes/strides/dtypes (PyTorch's record_shapes). */
+  recordShapes = false;
   private readonly t0 = performance.now();
   private prev: Profile | null = null;
   start(): this {
@@ -50,13 +52,15 @@ export class Profile {
 }
 
 /** torch.profiler.profile(): starts recording now; stop() (or `using`) ends it. */
-export function profile(): Profile {
-  return new Profile().start();
+export function profile(opts: { recordShapes?: boolean } = {}): Profile {
+  const p = new Profile();
+  p.recordShapes = opts.recordShapes ?? false;
+  return p.start();
 }
 
-export function profileKernel(name: string, run: () => void): void {
+export function profileKernel(name: string, run: () => void, shapes?: () => string): void {
   if (!active) return run();
   const t = performance.now();
   run();
-  active.record(name, t, performance.now());
+  active.record(active.recordShapes && shapes ? `${name} ${shapes()}` : name, t, performance.now());
 }
