@@ -140,6 +140,31 @@ function checkIndex(v: number, size: number, dim: number, op: string): number {
   return v;
 }
 
+/**
+ * Walks `shape` (an index tensor's) row by row along its last dim, calling row(io, is, to, ts,
+ * len, so, ss) with the row's start and step in the index (strides is), in a target indexed
+ * like it with dim `skip` left out (strides ts), and in an optional third view (strides ss).
+ */
+function indexRows(
+  shape: Shape, is: Shape, ts: Shape, skip: number, io0: number, to0: number,
+  row: (io: number, is: number, to: number, ts: number, len: number, so: number, ss: number) => void,
+  ss: Shape = [], so0 = 0,
+): void {
+  const nd = shape.length;
+  if (nd === 0) return row(io0, 0, to0, 0, 1, so0, 0);
+  const last = nd - 1;
+  const tLast = last === skip ? 0 : ts[last]!;
+  odometer(shape.slice(0, last), (ix) => {
+    let io = io0, to = to0, so = so0;
+    for (let d = 0; d < last; d++) {
+      io += ix[d]! * is[d]!;
+      if (d !== skip) to += ix[d]! * ts[d]!;
+      so += ix[d]! * (ss[d] ?? 0);
+    }
+    row(io, is[last]!, to, tLast, shape[last]!, so, ss[last] ?? 0);
+  });
+}
+
 const builders: { [P in PrimName]: Builder<P> } = {
   unary: (n) => {
     const x = n.inputs[0]!;
@@ -267,13 +292,17 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const [x, idx] = n.inputs as [IRNode["inputs"][0], IRNode["inputs"][0]];
     const dim = n.params.dim;
     const size = x.shape[dim]!;
+    const xd = x.strides[dim] ?? 0;
     return (O, ins, offs) => {
       const X = ins[0]!,
         I = ins[1]!;
       let p = 0;
-      odometer(idx.shape, (ix) => {
-        const v = checkIndex(I[offs[1]! + dot(ix, idx.strides)]!, size, dim, "gather");
-        O[p++] = X[offs[0]! + dot(ix, x.strides, dim) + v * x.strides[dim]!]!;
+      // rows of the index's last dim: offsets are updated by strides, not recomputed per element
+      indexRows(idx.shape, idx.strides, x.strides, dim, offs[1]!, offs[0]!, (io, is, xo, xs, len) => {
+        for (let i = 0; i < len; i++, io += is, xo += xs) {
+          const v = checkIndex(I[io]!, size, dim, "gather");
+          O[p++] = X[xo + v * xd]!;
+        }
       });
     };
   },
@@ -282,15 +311,18 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const dim = n.params.dim;
     const outStrides = contiguousStrides(self.shape);
     const size = self.shape[dim]!;
+    const od = outStrides[dim] ?? 0;
     const copy = elementwise(self.shape, [self.strides], ([x]) => x!, n.out.dtype);
     return (O, ins, offs) => {
       copy(O, [ins[0]!], [offs[0]!], []);
       const I = ins[1]!,
         S = ins[2]!;
-      odometer(idx.shape, (ix) => {
-        const v = checkIndex(I[offs[1]! + dot(ix, idx.strides)]!, size, dim, "scatter_add");
-        O[dot(ix, outStrides, dim) + v * outStrides[dim]!] += S[offs[2]! + dot(ix, src.strides)]!;
-      });
+      indexRows(idx.shape, idx.strides, outStrides, dim, offs[1]!, 0, (io, is, oo, os, len, so, ss) => {
+        for (let i = 0; i < len; i++, io += is, oo += os, so += ss) {
+          const v = checkIndex(I[io]!, size, dim, "scatter_add");
+          O[oo + v * od] += S[so]!;
+        }
+      }, src.strides, offs[2]!);
     };
   },
   stridedScatter: (n) => {
