@@ -165,6 +165,26 @@ function indexRows(
   });
 }
 
+type RowLoop = (
+  O: Arr, X: Arr, I: Arr, p: number, io: number, is: number, xo: number, xs: number, len: number,
+  so: number, ss: number, size: number, xd: number, dim: number,
+) => number;
+
+/** One index row of gather/scatter, generated per kernel so each copy sees one set of array types. */
+function rowLoop(body: string, op: string): RowLoop {
+  return new Function(
+    "check",
+    `return function(O, X, I, p, io, is, xo, xs, len, so, ss, size, xd, dim) {
+      for (let i = 0; i < len; i++, io += is, xo += xs, so += ss) {
+        const v = I[io];
+        if (!(v >= 0 && v < size)) check(v, size, dim, ${JSON.stringify(op)});
+        ${body}
+      }
+      return p;
+    }`,
+  )(checkIndex) as RowLoop;
+}
+
 const builders: { [P in PrimName]: Builder<P> } = {
   unary: (n) => {
     const x = n.inputs[0]!;
@@ -293,16 +313,14 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const dim = n.params.dim;
     const size = x.shape[dim]!;
     const xd = x.strides[dim] ?? 0;
+    const loop = rowLoop("O[p++] = X[xo + v * xd];", "gather");
     return (O, ins, offs) => {
       const X = ins[0]!,
         I = ins[1]!;
       let p = 0;
       // rows of the index's last dim: offsets are updated by strides, not recomputed per element
       indexRows(idx.shape, idx.strides, x.strides, dim, offs[1]!, offs[0]!, (io, is, xo, xs, len) => {
-        for (let i = 0; i < len; i++, io += is, xo += xs) {
-          const v = checkIndex(I[io]!, size, dim, "gather");
-          O[p++] = X[xo + v * xd]!;
-        }
+        p = loop(O, X, I, p, io, is, xo, xs, len, 0, 0, size, xd, dim);
       });
     };
   },
@@ -313,15 +331,13 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const size = self.shape[dim]!;
     const od = outStrides[dim] ?? 0;
     const copy = elementwise(self.shape, [self.strides], ([x]) => x!, n.out.dtype);
+    const loop = rowLoop("O[xo + v * xd] += X[so];", "scatter_add");
     return (O, ins, offs) => {
       copy(O, [ins[0]!], [offs[0]!], []);
       const I = ins[1]!,
         S = ins[2]!;
       indexRows(idx.shape, idx.strides, outStrides, dim, offs[1]!, 0, (io, is, oo, os, len, so, ss) => {
-        for (let i = 0; i < len; i++, io += is, oo += os, so += ss) {
-          const v = checkIndex(I[io]!, size, dim, "scatter_add");
-          O[oo + v * od] += S[so]!;
-        }
+        loop(O, S, I, 0, io, is, oo, os, len, so, ss, size, od, dim);
       }, src.strides, offs[2]!);
     };
   },
