@@ -135,8 +135,8 @@ function conv2dComposite(
   const out = compositePrim("conv2d", attrs, bias ? [x, w, bias] : [x, w], [N, Cout, OH, OW], "float32");
   if (!out) return null;
   return attach(out, "ConvolutionBackward0", [x, w, bias], [x, w], ([g], [xs, ws]) => [
-    xs!.requiresGrad ? conv2dInputGrad(g!, ws!, [H, W], stride, dil, pads, groups) : null,
-    ws!.requiresGrad ? conv2dWeightGrad(g!, xs!, ws!.shape, stride, dil, pads, groups) : null,
+    x.requiresGrad ? conv2dInputGrad(g!, ws!, [H, W], stride, dil, pads, groups) : null,
+    w.requiresGrad ? conv2dWeightGrad(g!, xs!, ws!.shape, stride, dil, pads, groups) : null,
     bias?.requiresGrad ? sum(g!, [0, 2, 3]) : null,
   ]);
 }
