@@ -11,6 +11,8 @@ const GEN = 0, COMPLETED = 1, FN = 2, NCH = 3, READY = 4, UNITS = 5, ALIGN = 6, 
 const CLAIM_BYTE = 64, ARGS_BYTE = 512, MAX_ARGS = 16;
 export const MAX_THREADS = 64;
 const CHUNKS_PER_THREAD = 4;
+/** Polls of the job counter a worker makes after a job before it sleeps (~0.1 ms). */
+const SPIN = 50000;
 
 // Plain JS so it can be evaluated as a worker (Node) or from a Blob URL (browsers).
 const DRAIN_SRC = `
@@ -57,7 +59,10 @@ ${DRAIN_SRC}
 let gen = Atomics.load(ctl, ${GEN});
 Atomics.add(ctl, ${READY}, 1);
 for (;;) {
-  Atomics.wait(ctl, ${GEN}, gen);
+  // spin briefly before sleeping: kernels often come back to back (a decode step's GEMVs, an
+  // optimizer's per-parameter kernels), and waking from Atomics.wait costs tens of microseconds
+  for (let s = 0; s < ${SPIN} && Atomics.load(ctl, ${GEN}) === gen; s++);
+  if (Atomics.load(ctl, ${GEN}) === gen) Atomics.wait(ctl, ${GEN}, gen);
   gen = Atomics.load(ctl, ${GEN});
   drain(ctl, claim, args, fns, gen, load);
 }
