@@ -1,11 +1,12 @@
 // The backward engine: walks the graph from the roots in dependency order, calling each
 // node's vjp (itself made of dispatched ops) and accumulating into leaves' .grad.
-import { Tensor } from "../tensor.js";
+import { scope, Tensor } from "../tensor.js";
 import { isGradEnabled, setGradEnabled } from "./grad_mode.js";
 import { AccumulateGrad, type Edge, type Node } from "./node.js";
 import { add } from "../ops/math.js";
 import { onesLike, zeros } from "../ops/creation.js";
 import { clone, detach } from "../ops/shape_ops.js";
+import { Storage } from "../runtime/storage.js";
 
 export interface BackwardOptions {
   retainGraph?: boolean;
@@ -77,11 +78,35 @@ export function runBackward(
       captureMap.set(e.node, m);
     });
 
+  // Gradients the engine creates during this run are freed as soon as the last node that
+  // reads them has run (PyTorch frees them by refcount; here the garbage collector would only
+  // get to them after the whole backward, so a big step would need all of them at once).
+  // Counted per storage (views and pass-through grads share one); never freed: gradients user
+  // code can see (hooks, retain_grad, custom Functions, autograd.grad results, createGraph).
+  const bornAfter = Storage.created;
+  const refs = new Map<Storage, number>();
+  const visible = new Set<Storage>();
+  const hold = (t: Tensor) => refs.set(t._storage, (refs.get(t._storage) ?? 0) + 1);
+  const drop = (t: Tensor | null | undefined) => {
+    if (!t) return;
+    const st = t._storage;
+    const c = (refs.get(st) ?? 1) - 1;
+    if (c > 0) return void refs.set(st, c);
+    refs.delete(st);
+    if (!createGraph && st.serial > bornAfter && !visible.has(st)) st.dispose();
+  };
   const buffers = new Map<Node, (Tensor | null)[]>();
   const put = (e: Edge, g: Tensor) => {
     let b = buffers.get(e.node);
     if (!b) buffers.set(e.node, (b = []));
-    b[e.index] = accumulate(b[e.index] ?? null, g);
+    const prev = b[e.index] ?? null;
+    hold(g);
+    b[e.index] = accumulate(prev, g);
+    if (prev) {
+      hold(b[e.index]!);
+      drop(prev);
+      drop(g);
+    }
   };
   rootEdges.forEach((e, i) => put(e, rootGrads[i]!));
 
@@ -97,6 +122,8 @@ export function runBackward(
       const node = ready.pop()!;
       const gin = buffers.get(node) ?? [];
       buffers.delete(node);
+      const consumed = [...gin];
+      if (node.preHooks || node.retained || node.userCode) for (const g of gin) if (g) visible.add(g._storage);
       // tensor hooks and retain_grad on this node's outputs
       if (node.preHooks)
         for (const [idx, hooks] of node.preHooks) {
@@ -114,10 +141,16 @@ export function runBackward(
           if (t && g) t._grad = t._grad ? add(t._grad, g) : createGraph ? g : detach(g);
         }
       const cap = captureMap.get(node);
-      if (cap) for (const [idx, slot] of cap) captured[slot] = gin[idx] ?? null;
+      if (cap)
+        for (const [idx, slot] of cap) {
+          captured[slot] = gin[idx] ?? null;
+          if (gin[idx]) visible.add(gin[idx]!._storage);
+        }
 
       if (node instanceof AccumulateGrad) {
+        if (node.variable._hooks && gin[0]) visible.add(gin[0]._storage);
         if (!capture) accumulateLeaf(node.variable, gin[0] ?? null, createGraph);
+        consumed.forEach(drop);
         continue;
       }
       const filled = gin.length ? gin : [null];
@@ -129,13 +162,17 @@ export function runBackward(
         (o, i) => gin[i] ?? zeros(o.shape, { dtype: o.dtype as Tensor["dtype"], device: o.device }),
       );
       const saved = node.unpackSaved();
-      const inGrads = node.vjp(outGrads, saved, node);
+      // temporaries a built-in vjp makes (not its results) are freed when it returns
+      const inGrads = createGraph || node.userCode ? node.vjp(outGrads, saved, node) : scope(() => node.vjp(outGrads, saved, node));
       if (!retain) node.release();
       node.next.forEach((e, i) => {
         if (!e) return;
         const g = inGrads[i];
-        if (g) put(e, g);
+        if (!g) return;
+        if (node.userCode) visible.add(g._storage);
+        put(e, g);
       });
+      consumed.forEach(drop); // after the puts: a gradient passed through (or a view of it) stays
       releaseAndDecrement(node, ready, deps, retain, true);
     }
   } finally {

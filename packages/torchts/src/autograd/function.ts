@@ -49,6 +49,7 @@ export class Function {
       },
       outs.map((o) => ({ shape: [...o.shape], dtype: o.dtype, device: o.device })),
     );
+    node.userCode = true;
     outs.forEach((o, i) => {
       o.gradFn = node;
       o._outputNr = i;

@@ -24,6 +24,8 @@ export class Node {
   /** Tensor hooks and retain_grad targets for this node's outputs (non-leaf tensors). */
   preHooks: Map<number, TensorHook[]> | null = null;
   retained: Map<number, WeakRef<Tensor>> | null = null;
+  /** A custom autograd.Function: user code sees (and may keep) the gradients it gets and makes. */
+  userCode = false;
   constructor(
     readonly name: string,
     readonly next: (Edge | null)[],

@@ -28,6 +28,8 @@ export class CpuBuffer implements DeviceBuffer {
   ) {}
 }
 
+const ARENA_STORAGE_BUDGET = 2 ** 31;
+
 type ArrayCtor = new (buf: ArrayBufferLike, byteOffset: number, length: number) => HostArray;
 
 function arenaArray(dtype: DType, n: number): CpuBuffer | null {
@@ -35,6 +37,10 @@ function arenaArray(dtype: DType, n: number): CpuBuffer | null {
   if (!rt) return null;
   // float16/bfloat16 live in Float32Array: the block is sized by the host array, not the dtype
   const ctor = hostArray(dtype, 0).constructor as ArrayCtor & { BYTES_PER_ELEMENT: number };
+  // Past the budget, storage goes to plain typed arrays: V8 sees those (so a long synchronous
+  // step that drops many tensors triggers its GC), and the rest of the 4 GiB wasm memory stays
+  // free for kernel scratch. The arena is reused once finalizers have returned its blocks.
+  if (rt.arena.bytesInUse + n * ctor.BYTES_PER_ELEMENT > ARENA_STORAGE_BUDGET) return null;
   let ptr: number;
   try {
     ptr = rt.arena.alloc(Math.max(n * ctor.BYTES_PER_ELEMENT, 16));
