@@ -7,6 +7,7 @@ import { add } from "../ops/math.js";
 import { onesLike, zeros } from "../ops/creation.js";
 import { clone, detach } from "../ops/shape_ops.js";
 import { Storage } from "../runtime/storage.js";
+import { getEagerMode } from "../runtime/mode.js";
 
 export interface BackwardOptions {
   retainGraph?: boolean;
@@ -83,6 +84,8 @@ export function runBackward(
   // get to them after the whole backward, so a big step would need all of them at once).
   // Counted per storage (views and pass-through grads share one); never freed: gradients user
   // code can see (hooks, retain_grad, custom Functions, autograd.grad results, createGraph).
+  // (fused mode and compile tracing: values stay lazy, and the scheduler frees what it materialized)
+  const freeing = !createGraph && getEagerMode() !== "fused";
   const bornAfter = Storage.created;
   const refs = new Map<Storage, number>();
   const visible = new Set<Storage>();
@@ -93,7 +96,7 @@ export function runBackward(
     const c = (refs.get(st) ?? 1) - 1;
     if (c > 0) return void refs.set(st, c);
     refs.delete(st);
-    if (!createGraph && st.serial > bornAfter && !visible.has(st)) st.dispose();
+    if (freeing && st.serial > bornAfter && !visible.has(st)) st.dispose();
   };
   const buffers = new Map<Node, (Tensor | null)[]>();
   const put = (e: Edge, g: Tensor) => {
@@ -163,7 +166,7 @@ export function runBackward(
       );
       const saved = node.unpackSaved();
       // temporaries a built-in vjp makes (not its results) are freed when it returns
-      const inGrads = createGraph || node.userCode ? node.vjp(outGrads, saved, node) : scope(() => node.vjp(outGrads, saved, node));
+      const inGrads = !freeing || node.userCode ? node.vjp(outGrads, saved, node) : scope(() => node.vjp(outGrads, saved, node));
       if (!retain) node.release();
       node.next.forEach((e, i) => {
         if (!e) return;
