@@ -68,13 +68,7 @@ function softmaxRows(fma: boolean): Fn {
     f.get(s).get(bytes).op(OP.i32add).set(rend);
     f.get(s).get(n).i32(-4).op(OP.i32and).i32(2).op(OP.i32shl).op(OP.i32add).set(vend);
     // pass 1: max
-    f.f32x4(-Infinity).set(acc);
-    f.get(s).set(p);
-    f.forLt(p, vend, 16, () => f.get(acc).get(p).v128load().simd(SIMD.f32x4max).set(acc));
-    horizontal(f, acc, OP.f32max);
-    f.set(mx);
-    f.get(vend).set(p);
-    f.forLt(p, rend, 4, () => f.get(mx).get(p).mem(OP.f32load, 2).op(OP.f32max).set(mx));
+    rowMax(f, s, vend, rend, p, acc, mx);
     f.get(mx).simd(SIMD.f32x4splat).set(mv);
     // pass 2: e = exp(x - max), stored, summed
     f.f32x4(0).set(acc);
