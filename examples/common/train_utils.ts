@@ -51,16 +51,7 @@ export async function setupRun(defaultSeed = 0): Promise<{ args: Record<string, 
 }
 
 /** A small seeded PRNG for the generated datasets (keeps torch's RNG free for training). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 } from "../../packages/torchts/src/utils/prng.js";
 
 function fmtTime(s: number): string {
   const r = Math.round(s);

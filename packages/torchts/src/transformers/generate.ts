@@ -5,6 +5,7 @@ import * as torch from "../index.js";
 import type { Tensor } from "../index.js";
 import { KVCache, type KVCacheOptions } from "./kv_cache.js";
 import type { PreTrainedModel } from "./modeling_utils.js";
+import { mulberry32 } from "../utils/prng.js";
 
 export interface StreamEvent {
   /** row of the batch */
@@ -51,18 +52,6 @@ export interface GenerateOutput {
   sequences: number[][];
   /** new tokens of each row (a stop token, when hit, is the last) */
   newTokens: number[][];
-}
-
-/** A small seeded PRNG (mulberry32) so sampling is reproducible on every device. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function argmax(x: ArrayLike<number>): number {
@@ -185,7 +174,7 @@ export async function generate(model: PreTrainedModel, input: number[] | number[
   const cacheOpts = { batchSize: B, layers, kvHeads, headDim, maxLength: L + maxNew, blockSize: o.blockSize, dtype: model.dtype, device };
   const session = o.compile ? compiledSession(model, cacheOpts) : null;
   const cache = session?.cache ?? new KVCache(cacheOpts);
-  const random = rng(o.seed ?? 0);
+  const random = mulberry32(o.seed ?? 0);
   const newTokens: number[][] = rows.map(() => []);
   const done = rows.map(() => maxNew <= 0);
   try {

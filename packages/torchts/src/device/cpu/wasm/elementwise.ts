@@ -63,10 +63,8 @@ function softmaxRows(fma: boolean): Fn {
   f.get(n).i32(2).op(OP.i32shl).set(bytes);
   f.get(r0).set(row);
   f.forLt(row, r1, 1, () => {
-    f.get(src).get(row).get(bytes).op(OP.i32mul).op(OP.i32add).set(s);
+    rowBounds(f, src, row, bytes, n, s, vend, rend);
     f.get(dst).get(row).get(bytes).op(OP.i32mul).op(OP.i32add).set(d);
-    f.get(s).get(bytes).op(OP.i32add).set(rend);
-    f.get(s).get(n).i32(-4).op(OP.i32and).i32(2).op(OP.i32shl).op(OP.i32add).set(vend);
     // pass 1: max
     rowMax(f, s, vend, rend, p, acc, mx);
     f.get(mx).simd(SIMD.f32x4splat).set(mv);
@@ -104,6 +102,13 @@ function softmaxRows(fma: boolean): Fn {
   return f;
 }
 
+/** Row `row` of n floats at src: its start s, the end of its whole vectors vend, its end rend. */
+function rowBounds(f: Fn, src: number, row: number, bytes: number, n: number, s: number, vend: number, rend: number): void {
+  f.get(src).get(row).get(bytes).op(OP.i32mul).op(OP.i32add).set(s);
+  f.get(s).get(bytes).op(OP.i32add).set(rend);
+  f.get(s).get(n).i32(-4).op(OP.i32and).i32(2).op(OP.i32shl).op(OP.i32add).set(vend);
+}
+
 /** Row max of [s, s + n floats) into `mx` (vector part then the scalar tail). */
 function rowMax(f: Fn, s: number, vend: number, rend: number, p: number, acc: number, mx: number): void {
   f.f32x4(-Infinity).set(acc);
@@ -129,9 +134,7 @@ function lseRows(fma: boolean): Fn {
   f.get(n).i32(2).op(OP.i32shl).set(bytes);
   f.get(r0).set(row);
   f.forLt(row, r1, 1, () => {
-    f.get(src).get(row).get(bytes).op(OP.i32mul).op(OP.i32add).set(s);
-    f.get(s).get(bytes).op(OP.i32add).set(rend);
-    f.get(s).get(n).i32(-4).op(OP.i32and).i32(2).op(OP.i32shl).op(OP.i32add).set(vend);
+    rowBounds(f, src, row, bytes, n, s, vend, rend);
     rowMax(f, s, vend, rend, p, acc, mx);
     f.get(mx).simd(SIMD.f32x4splat).set(mv);
     f.f32x4(0).set(acc);

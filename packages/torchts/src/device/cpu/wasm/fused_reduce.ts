@@ -9,7 +9,7 @@ import { contiguousStrides, isContiguous, numel } from "../../../ir/shape.js";
 import type { FusedGraph } from "../../../runtime/fused_graph.js";
 import { collapse } from "../codegen.js";
 import { F32, Fn, I32, OP, SIMD, V128, type ValType } from "./emitter.js";
-import { emitNode, I32_DIV_U, I32_REM_U, loadPtrs, needsVMath, numExt, type Ctx } from "./fused_wasm.js";
+import { emitNode, I32_DIV_U, I32_REM_U, kernelFrame, numExt, type Ctx } from "./fused_wasm.js";
 import { VMath } from "./vmath.js";
 import { WASM_MIN_ELEMS } from "./ops.js";
 
@@ -107,15 +107,8 @@ export function emitReduction(g: FusedGraph, P: ReductionPlan, fma: boolean): Fn
 
 function emitRows(g: FusedGraph, P: ReductionPlan, fma: boolean): Fn {
   const r = g.reduceAt;
-  const K = numExt(g);
-  const Q = g.outputs.length;
-  const f = new Fn("k", [I32, I32, I32]);
-  const [lo, hi, argp] = [0, 1, 2];
-  const m = needsVMath(g) ? new VMath(f, fma) : null;
-  const base = loadPtrs(f, argp, K + Q);
-  const p = base.map(() => f.local(I32));
-  const e = Array.from({ length: K }, () => f.local(V128));
-  const val = g.nodes.map(() => f.local(V128));
+  const { f, m, K, Q, base, p, e, val } = kernelFrame(g, fma);
+  const [lo, hi] = [0, 1];
   const o = f.local(I32), j = f.local(I32), vend = f.local(I32), rem = f.local(I32), idx = f.local(I32), n = f.local(I32);
   const accV = f.local(V128), acc64 = f.local(F64), acc32 = f.local(F32), x = f.local(F32);
   const ctx: Ctx = { f, m, ext: (k) => e[k]!, val };
@@ -214,16 +207,9 @@ const SHUF_JOIN = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
  */
 function emitCols(g: FusedGraph, P: ReductionPlan, fma: boolean): Fn {
   const r = g.reduceAt;
-  const K = numExt(g);
-  const Q = g.outputs.length;
   const M = P.outElems;
-  const f = new Fn("k", [I32, I32, I32]);
-  const [lo, hi, argp] = [0, 1, 2];
-  const m = needsVMath(g) ? new VMath(f, fma) : null;
-  const base = loadPtrs(f, argp, K + Q);
-  const p = base.map(() => f.local(I32));
-  const e = Array.from({ length: K }, () => f.local(V128));
-  const val = g.nodes.map(() => f.local(V128));
+  const { f, m, K, Q, base, p, e, val } = kernelFrame(g, fma);
+  const [lo, hi] = [0, 1];
   const o = f.local(I32), i = f.local(I32), vhi = f.local(I32), n = f.local(I32);
   const a0 = f.local(V128), a1 = f.local(V128), am = f.local(V128);
   const ctx: Ctx = { f, m, ext: (k) => e[k]!, val };

@@ -154,6 +154,22 @@ export function loadPtrs(f: Fn, argp: number, count: number): number[] {
 }
 
 /**
+ * The (lo, hi, argp) function every generated kernel starts from: VMath scratch when an op
+ * needs it, the argument pointers (K external inputs, then Q outputs) and a moving pointer for
+ * each, and a vector local per external input and per node.
+ */
+export function kernelFrame(g: FusedGraph, fma: boolean) {
+  const K = numExt(g), Q = g.outputs.length;
+  const f = new Fn("k", [I32, I32, I32]);
+  const m = needsVMath(g) ? new VMath(f, fma) : null;
+  const base = loadPtrs(f, 2, K + Q);
+  const p = base.map(() => f.local(I32));
+  const e = Array.from({ length: K }, () => f.local(V128));
+  const val = g.nodes.map(() => f.local(V128));
+  return { f, m, K, Q, base, p, e, val };
+}
+
+/**
  * Elementwise: the output is contiguous; dims collapse over every operand. The innermost dim is
  * vectorized (unit stride: v128 loads, stride 0: one splat per row, other strides: lane
  * gathers); a scalar tail runs the same vector code on splatted values and stores lane 0.
@@ -174,17 +190,11 @@ function elementwiseFn(g: FusedGraph, fma: boolean): { fn: Fn; rows: number; inn
   const nd = c.shape.length;
   const L = c.shape[nd - 1]!;
   const rows = numel(shape) / L;
-  const Q = g.outputs.length;
-  const f = new Fn("k", [I32, I32, I32]);
-  const [lo, hi, argp] = [0, 1, 2];
-  const m = needsVMath(g) ? new VMath(f, fma) : null;
-  const base = loadPtrs(f, argp, K + Q);
-  const p = base.map(() => f.local(I32));
+  const { f, m, Q, base, p, e, val } = kernelFrame(g, fma);
+  const [lo, hi] = [0, 1];
   const sk = Array.from({ length: K }, (_, k) => c.strides[k + 1]![nd - 1]!);
   const bytes = extBytes(g);
   const obytes = g.outputs.map((j) => (g.nodes[j]!.out.dtype === "bool" ? 1 : 4));
-  const e = Array.from({ length: K }, () => f.local(V128));
-  const val = g.nodes.map(() => f.local(V128));
   const j = f.local(I32), n = f.local(I32), vend = f.local(I32), r = f.local(I32), rem = f.local(I32), idx = f.local(I32);
   const ctx: Ctx = { f, m, ext: (k) => e[k]!, val };
 
