@@ -105,17 +105,29 @@ export function emitReduction(g: FusedGraph, P: ReductionPlan, fma: boolean): Fn
   return P.layout === "cols" ? emitCols(g, P, fma) : emitRows(g, P, fma);
 }
 
+/** kernelFrame plus what both layouts need: the emit context, the reduced value's local, and
+ * the outputs before (prologue) and from (epilogue) the reduction, as [node, output index]. */
+function reductionFrame(g: FusedGraph, fma: boolean) {
+  const fr = kernelFrame(g, fma);
+  const r = g.reduceAt;
+  const src = g.srcs[r]![0]!;
+  const ctx: Ctx = { f: fr.f, m: fr.m, ext: (k) => fr.e[k]!, val: fr.val };
+  const outs = g.outputs.map((j, q) => [j, q] as const);
+  return {
+    ...fr,
+    ctx,
+    redIn: "node" in src ? fr.val[src.node]! : fr.e[src.ext]!,
+    proOut: outs.filter(([j]) => j < r),
+    epiOut: outs.filter(([j]) => j >= r),
+  };
+}
+
 function emitRows(g: FusedGraph, P: ReductionPlan, fma: boolean): Fn {
   const r = g.reduceAt;
-  const { f, m, K, Q, base, p, e, val } = kernelFrame(g, fma);
+  const { f, K, Q, base, p, e, val, ctx, redIn, proOut, epiOut } = reductionFrame(g, fma);
   const [lo, hi] = [0, 1];
   const o = f.local(I32), j = f.local(I32), vend = f.local(I32), rem = f.local(I32), idx = f.local(I32), n = f.local(I32);
   const accV = f.local(V128), acc64 = f.local(F64), acc32 = f.local(F32), x = f.local(F32);
-  const ctx: Ctx = { f, m, ext: (k) => e[k]!, val };
-  const src = g.srcs[r]![0]!;
-  const redIn = "node" in src ? val[src.node]! : e[src.ext]!;
-  const proOut = g.outputs.map((jj, q) => [jj, q] as const).filter(([jj]) => jj < r);
-  const epiOut = g.outputs.map((jj, q) => [jj, q] as const).filter(([jj]) => jj >= r);
   const op = P.op;
   const seq = !P.f32Lanes; // scalar accumulation in index order
 
@@ -208,15 +220,10 @@ const SHUF_JOIN = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
 function emitCols(g: FusedGraph, P: ReductionPlan, fma: boolean): Fn {
   const r = g.reduceAt;
   const M = P.outElems;
-  const { f, m, K, Q, base, p, e, val } = kernelFrame(g, fma);
+  const { f, K, Q, base, p, e, val, ctx, redIn, proOut, epiOut } = reductionFrame(g, fma);
   const [lo, hi] = [0, 1];
   const o = f.local(I32), i = f.local(I32), vhi = f.local(I32), n = f.local(I32);
   const a0 = f.local(V128), a1 = f.local(V128), am = f.local(V128);
-  const ctx: Ctx = { f, m, ext: (k) => e[k]!, val };
-  const src = g.srcs[r]![0]!;
-  const redIn = "node" in src ? val[src.node]! : e[src.ext]!;
-  const proOut = g.outputs.map((jj, q) => [jj, q] as const).filter(([jj]) => jj < r);
-  const epiOut = g.outputs.map((jj, q) => [jj, q] as const).filter(([jj]) => jj >= r);
   const op = P.op;
   const used = (k: number) => P.strides[k] !== undefined;
   const load = (k: number, vector: boolean) => {
