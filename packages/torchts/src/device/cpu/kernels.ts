@@ -2,7 +2,7 @@
 import { isFloating, type DType } from "../../ir/dtype.js";
 import type { BinaryOp, IRNode, PrimName, PrimParams, UnaryOp } from "../../ir/prims.js";
 import { contiguousStrides, isContiguous, numel, type Shape } from "../../ir/shape.js";
-import { elementwise, reduction, storeExpr, type Arr, type Kernel } from "./codegen.js";
+import { collapse, elementwise, reduction, storeExpr, type Arr, type Kernel } from "./codegen.js";
 import { H, philox } from "./math.js";
 import { buildComposite } from "./composites.js";
 import { matmulF32, sumRowsF32, wasmRuntime } from "./wasm/index.js";
@@ -344,22 +344,15 @@ const builders: { [P in PrimName]: Builder<P> } = {
   stridedScatter: (n) => {
     const src = n.inputs[0]!;
     const { shape, strides, offset } = n.params;
-    // the innermost dim is a plain strided loop (a closure call per row, not per element)
-    const nd = shape.length;
-    const inner = nd ? shape[nd - 1]! : 1;
-    const os = nd ? strides[nd - 1]! : 0;
-    const ss = nd ? src.strides[nd - 1]! : 0;
-    const outer = shape.slice(0, -1);
-    return (O, ins, offs) => {
-      for (let i = 0; i < O.length; i++) O[i] = 0;
-      const S = ins[0]!;
-      if (inner === 0) return;
-      odometer(outer, (ix) => {
-        let o = offset + dot(ix, strides);
-        let q = offs[0]! + dot(ix, src.strides);
-        for (let i = 0; i < inner; i++, o += os, q += ss) O[o] += S[q]!;
-      });
-    };
+    // a zero-filled output plus one generated loop nest (the gradient of views: transpose, split,
+    // select), adding so that overlapping windows accumulate
+    const c = collapse(shape, [strides, src.strides]);
+    const o = [String(offset), ...c.shape.map((_, d) => `i${d}*${c.strides[0]![d]}`)].join("+");
+    const q = ["q0", ...c.shape.map((_, d) => `i${d}*${c.strides[1]![d]}`)].join("+");
+    let code = `O[${o}]+=S[${q}];`;
+    for (let d = c.shape.length - 1; d >= 0; d--) code = `for(let i${d}=0;i${d}<${c.shape[d]};i${d}++){${code}}`;
+    const body = `return function(O, ins, offs){const S=ins[0], q0=offs[0];O.fill(0);${code}}`;
+    return new Function(body)() as Kernel;
   },
   scan: (n) => {
     const x = n.inputs[0]!;
