@@ -26,6 +26,8 @@ interface Plan {
   kernels: KernelPlan[];
   /** Per kernel: values only materialized for later kernels, whose buffers can go after it ran. */
   lastUses: number[][];
+  /** The key sequence this plan was built for (see planKey). */
+  seq: readonly number[];
 }
 
 /** torch.compile's recorder (src/compile/recorder.ts): sees every prim issued and every kernel run while it records. */
@@ -142,7 +144,7 @@ function partition(pends: Pending[], pos: Map<Storage, number>, fusion: boolean)
   return { groups, groupOf };
 }
 
-function buildPlan(dev: DevicePlugin, sts: Storage[], pends: Pending[], pos: Map<Storage, number>, targets: Set<Storage>): Plan {
+function buildPlan(dev: DevicePlugin, sts: Storage[], pends: Pending[], pos: Map<Storage, number>, targets: Set<Storage>): Omit<Plan, "seq"> {
   const { groups, groupOf } = partition(pends, pos, fusionDevices.has(dev));
   // a value is materialized when it is a target or read by another kernel
   const needed = sts.map((s) => targets.has(s) || s.persistent);
@@ -194,18 +196,51 @@ function buildPlan(dev: DevicePlugin, sts: Storage[], pends: Pending[], pos: Map
   return { kernels, lastUses };
 }
 
+// The plan key of a flush is a sequence of small integers (interned node keys, input positions,
+// offsets, output flags) hashed to a short string; the sequence is kept with the plan and
+// compared on a hit. Building one long string per flush cost ~1 MB of garbage per training step.
+const nodeIds = new Map<string, number>();
+const seq: number[] = [];
+
 function planKey(dev: DevicePlugin, pends: Pending[], pos: Map<Storage, number>, targets: Set<Storage>, sts: Storage[]): string {
-  let k = dev.name;
+  if (nodeIds.size > 1 << 20) {
+    // bounded; ids are reused after this, so the plans keyed on old ids go too
+    nodeIds.clear();
+    plans.clear();
+  }
+  seq.length = 0;
+  seq.push(internNode(dev.name));
   for (let j = 0; j < pends.length; j++) {
     const p = pends[j]!;
-    k += `|${nodeKey(p.node)}`;
+    seq.push(internNode(nodeKey(p.node)), p.inputs.length);
     for (const v of p.inputs) {
       const q = pos.get(v.storage);
-      k += q === undefined ? ":x" : `:${q}@${v.offset}`;
+      seq.push(q === undefined ? -1 : q, q === undefined ? 0 : v.offset);
     }
-    if (targets.has(sts[j]!) || sts[j]!.persistent) k += "!";
+    seq.push(targets.has(sts[j]!) || sts[j]!.persistent ? 1 : 0);
   }
-  return k;
+  let h1 = 0x811c9dc5 | 0, h2 = 0x9e3779b9 | 0;
+  for (let i = 0; i < seq.length; i++) {
+    const x = seq[i]!;
+    h1 = Math.imul(h1 ^ x, 0x01000193);
+    h2 = Math.imul(h2 ^ (x + i), 0x5bd1e995);
+    h2 ^= h2 >>> 15;
+  }
+  return `${h1 >>> 0}.${h2 >>> 0}.${seq.length}`;
+}
+
+function internNode(k: string): number {
+  let id = nodeIds.get(k);
+  if (id === undefined) {
+    nodeIds.set(k, (id = nodeIds.size));
+  }
+  return id;
+}
+
+function sameSeq(a: readonly number[]): boolean {
+  if (a.length !== seq.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== seq[i]) return false;
+  return true;
 }
 
 /** Run the pending graph that produces `targets`. `single` runs one unfused node. */
@@ -218,6 +253,7 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
   const tset = new Set(targets);
   const key = planKey(dev, pends, pos, tset, sts);
   let plan = plans.get(key);
+  if (plan && !sameSeq(plan.seq)) plan = undefined; // a hash collision: rebuild under this key
   const reused = plan !== undefined;
   if (plan) {
     stats.planHits++;
@@ -226,7 +262,7 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
   } else {
     stats.planMisses++;
     if (logOn("graph")) log("graph", pends.map((p, j) => `%${j} = ${nodeKey(p.node)}(${p.inputs.map((v) => (pos.has(v.storage) ? `%${pos.get(v.storage)}` : "ext")).join(", ")})`).join("\n"));
-    plan = buildPlan(dev, sts, pends, pos, tset);
+    plan = { ...buildPlan(dev, sts, pends, pos, tset), seq: seq.slice() };
     plans.set(key, plan);
     if (plans.size > MAX_PLANS) plans.delete(plans.keys().next().value!);
   }
