@@ -55,6 +55,26 @@ const WARM = Math.min(WARM_STEPS, steps - 1);
 const ms = new Map([...runs].map(([m, r]) => [m, median(r.times.slice(WARM))]));
 for (const [m, r] of runs)
   console.log(`${m.padEnd(8)} ${ms.get(m)!.toFixed(1).padStart(7)} ms/step (median of ${steps - WARM}, best ${Math.min(...r.times.slice(WARM)).toFixed(1)})  losses ${r.losses.slice(0, 3).map((l) => l.toFixed(5)).join(" ")} ... ${r.losses.at(-1)!.toFixed(5)}`);
+// Where a step goes: kernels per step and kernel time per step (torch.profiler over a few more
+// steps per mode); the rest of a step is dispatch, autograd, scheduling and garbage collection.
+const PROF_STEPS = 5;
+for (const [m, r] of runs) {
+  const p = torch.profiler.profile();
+  const t0 = performance.now();
+  for (let i = 0; i < PROF_STEPS; i++) {
+    const [x, y] = batches[i % batches.length]!;
+    await torch.withEagerMode(r.eager, async () => {
+      await r.fn(x, y).item();
+      torch.sync();
+    });
+  }
+  p.stop();
+  const wall = (performance.now() - t0) / PROF_STEPS;
+  const ka = p.keyAverages();
+  const n = ka.reduce((s, k) => s + k.count, 0) / PROF_STEPS;
+  const kms = ka.reduce((s, k) => s + k.totalMs, 0) / PROF_STEPS;
+  console.log(`${m.padEnd(8)} profiled: ${n.toFixed(0)} kernels/step, kernel time ${kms.toFixed(1)} ms of ${wall.toFixed(1)} ms/step (${(100 * kms / wall).toFixed(0)}%)`);
+}
 const base = runs.get("strict");
 if (base) {
   for (const [m, r] of runs) {
