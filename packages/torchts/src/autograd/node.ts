@@ -17,6 +17,10 @@ export type TensorHook = (grad: Tensor) => Tensor | void | undefined;
 
 let seq = 0;
 
+const releasedVjp: Vjp = () => {
+  throw new Error("internal: backward of a released autograd node");
+};
+
 export class Node {
   readonly seq = seq++;
   saved: SavedTensor[] | null;
@@ -30,9 +34,9 @@ export class Node {
     readonly name: string,
     readonly next: (Edge | null)[],
     saved: (Tensor | null)[],
-    readonly vjp: Vjp,
+    public vjp: Vjp,
     readonly outputs: { shape: number[]; dtype: string; device: string }[],
-    readonly ctx: Record<string, unknown> = {},
+    public ctx: Record<string, unknown> = {},
   ) {
     this.saved = saved.map((t) => ({ t, version: t ? t._storage.version : 0 }));
   }
@@ -56,9 +60,13 @@ export class Node {
     });
   }
 
+  /** After backward (retainGraph false): drop everything that can hold tensors, the backward
+   * closure and ctx included, so a kept output (the loss) does not keep the step's activations. */
   release(): void {
     this.released = true;
     this.saved = null;
+    this.vjp = releasedVjp;
+    this.ctx = {};
   }
 }
 

@@ -50,3 +50,32 @@ test("gradients user code sees stay usable: retainGrad, hooks, autograd.grad, cu
   assert.equal(((await Twice.stash!.tolist()) as number[]).length, 4);
   assert.equal(((await b.grad!.tolist()) as number[]).length, 4);
 });
+
+test("after backward, a kept output (the loss) no longer keeps the forward's activations alive", async () => {
+  const settle = async () => {
+    for (let i = 0; i < 4; i++) {
+      (globalThis as { gc?: () => void }).gc?.();
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+  torch.manualSeed(0);
+  const lin = new torch.nn.Linear(256, 256);
+  const ln = new torch.nn.LayerNorm(256);
+  const x = torch.randn(512, 256);
+  await settle();
+  const base = live();
+  // activations: 8 tensors of 512 x 256 floats (0.5 MiB each) and the vjp closures that read them
+  const h = torch.nn.functional.gelu(ln.forward(lin.forward(x)), { approximate: "tanh" });
+  const loss = torch.nn.functional.logSoftmax(h.mul(h.sigmoid()), -1).mean();
+  await settle();
+  const held = live() - base;
+  assert.ok(held > 4 * 2 ** 20, `the graph should hold the activations before backward (${held} bytes)`);
+  loss.backward();
+  await settle();
+  // only `h` (held by this test, 0.5 MiB), the parameters' gradients (0.26 MiB) and scalars remain
+  // while `loss` is still referenced (it was ~9.3 MiB when the backward closures kept their tensors)
+  const after = live() - base;
+  assert.ok(after < 2 ** 20, `${after} bytes still live after backward with the loss kept`);
+  assert.ok(Number.isFinite(await loss.item()));
+  assert.throws(() => loss.backward(), /backward through the graph a second time/);
+});
