@@ -16,7 +16,16 @@ interface Held {
   buf: DeviceBuffer;
 }
 
-const registry = new FinalizationRegistry<Held>((h) => release(h.dev, h.buf));
+// The sentinel marks the end of a forced collection's releases: V8 runs a registry's cleanup
+// callbacks for one collection together, as a task of its own that may come after the next
+// setImmediate, and a training step that started before them would stack its allocations on
+// the previous step's garbage (twice the memory).
+const SENTINEL = Symbol("gc sentinel");
+let sentinelSeen: (() => void) | null = null;
+const registry = new FinalizationRegistry<Held | typeof SENTINEL>((h) => {
+  if (h === SENTINEL) sentinelSeen?.();
+  else release(h.dev, h.buf);
+});
 
 // Bytes allocated since the host last yielded to the event loop. FinalizationRegistry
 // callbacks only run between macrotasks, and `await t.item()` on cpu resolves as a microtask,
@@ -54,9 +63,15 @@ export async function maybeYield(): Promise<void> {
   if (sinceYield < YIELD_BYTES) return;
   sinceYield = 0;
   const collect = stats.liveBytes > 2 * liveAfterGc + GC_SLACK && gcFunction() !== null;
-  if (collect) collector!();
-  await new Promise<void>((r) => (typeof setImmediate === "function" ? setImmediate(r) : setTimeout(r, 0)));
-  if (collect) liveAfterGc = stats.liveBytes;
+  if (collect) {
+    const seen = new Promise<void>((r) => (sentinelSeen = r));
+    registry.register({}, SENTINEL);
+    collector!();
+    // the releases normally follow within a task or two; never wait long for them
+    await Promise.race([seen, new Promise<void>((r) => setTimeout(r, 100))]);
+    sentinelSeen = null;
+    liveAfterGc = stats.liveBytes;
+  } else await new Promise<void>((r) => (typeof setImmediate === "function" ? setImmediate(r) : setTimeout(r, 0)));
 }
 
 export function trackAlloc(owner: object, dev: DevicePlugin, buf: DeviceBuffer): void {

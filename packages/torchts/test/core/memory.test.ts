@@ -156,3 +156,26 @@ test("memory: torch.scope leaves outer tensors usable after views of them and in
       assert.equal(await s.item(), 0);
     });
 });
+
+test("memory: a step's garbage is released by the host read that ends the next step, not one step later", async () => {
+  assert.ok(gc, "run with --expose-gc");
+  const base = await settle();
+  const x = torch.randn(1024, 1024); // 4 MiB
+  const MiB = 2 ** 20;
+  // a "step" whose intermediates (256 MiB, unreferenced afterwards) exceed the collection threshold
+  // (twice the live memory after the last collection plus 128 MiB)
+  const step = () => {
+    let h = x;
+    for (let i = 0; i < 64; i++) h = h.mul(1.0001);
+    return h.sum();
+  };
+  await step().item();
+  // the read above forced a collection and waited for its releases: only x and scalars remain
+  const after = torch.memory.stats().liveBytes - base;
+  assert.ok(after < 8 * MiB, `${(after / MiB).toFixed(1)} MiB still live after the step's host read`);
+  torch.memory.resetPeakStats();
+  await step().item();
+  // one step's garbage at a time (256 MiB), never two steps' worth
+  assert.ok(torch.memory.stats().peakBytes - base < 400 * MiB);
+  assert.ok(torch.memory.stats().liveBytes - base < 8 * MiB);
+});
