@@ -29,6 +29,9 @@ function step(x: torch.Tensor, y: torch.Tensor): torch.Tensor {
   opt.zeroGrad();
   loss!.backward();
   opt.step();
+  // fused: run the backward and update now, as a training loop should (like xm.mark_step());
+  // left pending they hold the step's activations into the next step (twice the memory)
+  if (mode !== "compiled") torch.sync();
   return loss!;
 }
 const run = mode === "compiled" ? torch.compile(step, { modules: [model] }) : step;

@@ -67,6 +67,7 @@ for (let step = 1; step <= steps; step++) {
   loss!.backward();
   torch.nn.utils.clipGradNorm_([...model.parameters()], 1.0);
   opt.step();
+  torch.sync(); // fused mode: run the step's pending work now (like xm.mark_step()); strict: nothing pending
   await bar.update(step, await loss!.item(), batchSize * blockSize);
 }
 bar.end();
