@@ -38,6 +38,16 @@ const version = (p: string) => {
     return "not installed";
   }
 };
+// sections other benchmarks append (bench/transformers' decode tables) follow this marker and
+// survive a new run of this one
+const KEEP = "<!-- sections below are written by other benchmarks and kept by npm run bench -->";
+let kept = "";
+try {
+  const old = readFileSync(`${here}RESULTS.md`, "utf8");
+  if (old.includes(KEEP)) kept = old.slice(old.indexOf(KEEP));
+} catch {
+  // no previous results
+}
 const rows: Row[] = [];
 for (const j of jobs) {
   const label = `${j.file} ${(j.args ?? []).join(" ")} ${j.env ? JSON.stringify(j.env) : ""}`.trim();
@@ -52,7 +62,7 @@ for (const j of jobs) {
   if (r.status !== 0)
     rows.push({ suite: j.file.replace(".ts", ""), workload: label, error: `exit ${r.status ?? r.signal}: ${(r.stderr ?? "").trim().split("\n").slice(-3).join(" | ").slice(0, 300)}` });
   process.stderr.write(`  (${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);
-  if (write) writeFileSync(`${here}RESULTS.md`, markdown(false)); // partial results survive an interrupted run
+  if (write) writeFileSync(`${here}RESULTS.md`, markdown(false) + (kept ? `\n${kept}` : "")); // partial results survive an interrupted run
 }
 
 function fmtRow(r: Row): string {
@@ -97,6 +107,6 @@ for (const r of rows)
   lines.push(`| ${r.suite} | ${r.workload} | ${r.variant ?? ""} | ${r.ms ?? ""} | ${r.medianMs ?? ""} | ${r.gflops ?? ""} | ${r.gbs ?? ""} | ${(r.error ? "ERROR " + r.error : (r.note ?? "")).replace(/\|/g, "/")} |`);
 return lines.join("\n") + "\n";
 }
-const md = markdown(true);
+const md = markdown(true) + (kept ? `\n${kept}` : "");
 if (write) writeFileSync(`${here}RESULTS.md`, md);
 process.stdout.write(md);
