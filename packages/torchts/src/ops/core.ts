@@ -107,7 +107,27 @@ export function affineView(x: Tensor, name: string, shape: Shape, coef: number[]
     relOffset += start[k]! * cs[k]!;
   }
   const out = makeView(x, shape, strides, offset);
+  const perm = permutationOf(coef, start, shape, x.shape);
+  if (perm) {
+    // a permutation's gradient is the inverse permutation of g: a view, no zero-filled scatter
+    const inv = perm.map((_, k) => perm.indexOf(k));
+    const id = (k: number) => perm.map((_, j) => (j === k ? 1 : 0));
+    return attach(out, name, [x], [], ([g]) => [affineView(g!, name, x.shape, inv.map(id), perm.map(() => 0))], {});
+  }
   return attach(out, name, [x], [], ([g]) => [stridedScatter(g!, x.shape, shape, rel, relOffset)], {});
+}
+
+/** perm[j] = the input dim output dim j reads when the affine map only permutes dims, else null. */
+function permutationOf(coef: number[][], start: number[], shape: Shape, inShape: Shape): number[] | null {
+  if (coef.length !== inShape.length || start.some((v) => v !== 0)) return null;
+  const perm: number[] = [];
+  for (let j = 0; j < coef.length; j++) {
+    const c = coef[j]!;
+    const k = c.indexOf(1);
+    if (k < 0 || c.some((v, i) => v !== (i === k ? 1 : 0)) || perm.includes(k) || shape[j] !== inShape[k]) return null;
+    perm.push(k);
+  }
+  return perm;
 }
 
 /** View of a contiguous copy of t with explicit strides over its logical layout (inverse of stridedScatter). */
@@ -408,8 +428,20 @@ export function matmulPrim(a: Tensor, b: Tensor): Tensor {
   const out = prim("matmul", {}, [ea, eb], [...batch, M_, N], a.dtype, dev(a));
   return attach(out, "BmmBackward0", [a, b], [a, b], ([g], [as, bs]) => [
     a.requiresGrad ? sumToShape(matmulPrim(g!, S.transpose(bs!, -1, -2)), a.shape) : null,
-    b.requiresGrad ? sumToShape(matmulPrim(S.transpose(as!, -1, -2), g!), b.shape) : null,
+    b.requiresGrad ? matmulGradB(as!, bs!, g!) : null,
   ]);
+}
+
+/**
+ * Gradient of b in a @ b. When b is a transposed matrix (a Linear weight's w.t(), strides
+ * [1, K]) it is computed as (g^T a)^T, so it comes out in b's own layout and the transpose's
+ * backward is a view of a contiguous gradient instead of a transposing copy (PyTorch's
+ * mm_mat2_backward does the same).
+ */
+function matmulGradB(a: Tensor, b: Tensor, g: Tensor): Tensor {
+  if (a.ndim === 2 && b.ndim === 2 && b._strides[0] === 1 && b._strides[1] === b.shape[0] && b.shape[1]! > 1)
+    return S.transpose(matmulPrim(S.transpose(g, 0, 1), a), 0, 1);
+  return sumToShape(matmulPrim(S.transpose(a, -1, -2), g), b.shape);
 }
 
 /**
