@@ -1,12 +1,14 @@
 // Movement ops. Most are views (shared storage, no kernel); the rest are built from views,
 // cat and pad so their gradients come for free.
+import { isGradEnabled, noGrad } from "../autograd/grad_mode.js";
+import { Node } from "../autograd/node.js";
 import { getDevice } from "../device/plugin.js";
 import { promoteTypes, type DType } from "../ir/dtype.js";
 import { inferShape, normDim, normDims, shapeStr, type Shape } from "../ir/shape.js";
 import { withOp } from "../runtime/mode.js";
 import { Storage } from "../runtime/storage.js";
 import { Tensor } from "../tensor.js";
-import { affineView, attach, cast, catPrim, expand as expandView, padPrim, reshape as reshapeCore, unary } from "./core.js";
+import { affineView, attach, cast, catPrim, edgeOf, expand as expandView, padPrim, reshape as reshapeCore, unary } from "./core.js";
 import { arange } from "./creation.js";
 import * as M from "./math.js";
 
@@ -178,11 +180,24 @@ export function split(x: Tensor, sizes: number | number[], dim = 0): Tensor[] {
       throw new RangeError(`split_with_sizes expects split_sizes to sum exactly to ${n} (input tensor's size at dimension ${d}), but got split_sizes=[${parts.join(", ")}]`);
   }
   let s = 0;
-  return parts.map((p) => {
-    const r = narrow(x, d, s, p);
-    s += p;
-    return r;
+  const views = noGrad(() =>
+    parts.map((p) => {
+      const r = narrow(x, d, s, p);
+      s += p;
+      return r;
+    }),
+  );
+  if (!isGradEnabled() || !x.requiresGrad) return views;
+  // one node for all parts, as PyTorch's SplitBackward0: the gradient is the parts' gradients
+  // concatenated (the engine passes zeros for unused parts), one cat instead of a zero-filled
+  // scatter per part plus the adds that sum them
+  const node = new Node("SplitBackward0", [edgeOf(x)], [], (gs) => [cat(gs as Tensor[], d)],
+    views.map((v) => ({ shape: [...v.shape], dtype: v.dtype, device: v.device })));
+  views.forEach((v, i) => {
+    v.gradFn = node;
+    v._outputNr = i;
   });
+  return views;
 }
 export function chunk(x: Tensor, chunks: number, dim = 0): Tensor[] {
   const d = normDim(dim, x.ndim, "chunk");
