@@ -107,3 +107,26 @@ test("maxPool2dWithIndices gives flat spatial indices of the first maximum", asy
   assert.deepEqual(await v.tolist(), [[[[5, 9]]]]);
   assert.deepEqual(await i.tolist(), [[[[1, 7]]]]);
 });
+
+test("gelu keeps only its input for backward; gradients and double backward match the decomposition's", async () => {
+  for (const approximate of ["none", "tanh"] as const) {
+    torch.manualSeed(1);
+    const x = torch.randn(512, 512).mul(2).requiresGrad_(); // 1 MiB
+    const live = () => torch.memory.stats().liveBytes;
+    const before = live();
+    const y = F.gelu(x, { approximate });
+    // y itself (1 MiB); the decomposition's autograd kept 5-6 more tensors of x's size
+    assert.ok(live() - before < 1.25 * 2 ** 20, `${approximate}: gelu holds ${live() - before} bytes`);
+    const ref = (v: torch.Tensor) =>
+      approximate === "none"
+        ? v.mul(0.5).mul(v.mul(Math.SQRT1_2).erf().add(1))
+        : v.mul(0.5).mul(v.add(v.mul(v).mul(v).mul(0.044715)).mul(Math.sqrt(2 / Math.PI)).tanh().add(1));
+    assert.ok((await y.sub(ref(x)).abs().max().item()) < 1e-6);
+    const [g] = torch.autograd.grad(y.sum(), x, { createGraph: true }) as [torch.Tensor];
+    const [gr] = torch.autograd.grad(ref(x).sum(), x, { createGraph: true }) as [torch.Tensor];
+    assert.ok((await g.sub(gr).abs().max().item()) < 1e-5, `${approximate}: first derivative`);
+    const [gg] = torch.autograd.grad(g.sum(), x) as [torch.Tensor];
+    const [ggr] = torch.autograd.grad(gr.sum(), x) as [torch.Tensor];
+    assert.ok((await gg.sub(ggr).abs().max().item()) < 1e-4, `${approximate}: second derivative`);
+  }
+});

@@ -3,7 +3,8 @@
 import type { DType } from "../../ir/dtype.js";
 import { normDim, shapeStr } from "../../ir/shape.js";
 import { withOp } from "../../runtime/mode.js";
-import type { Tensor } from "../../tensor.js";
+import { scope, type Tensor } from "../../tensor.js";
+import { noGrad } from "../../autograd/grad_mode.js";
 import { attach, cast, compositePrim } from "../../ops/core.js";
 import * as M from "../../ops/math.js";
 import * as S from "../../ops/shape_ops.js";
@@ -109,17 +110,43 @@ export function selu(x: Tensor): Tensor {
   return withOp("selu", () => M.mul(elu(x, SELU_ALPHA), SELU_SCALE));
 }
 
+/**
+ * F.gelu. The forward's temporaries are freed at once and the backward recomputes from x (its
+ * only saved tensor), as PyTorch's GeluBackward0 does: the decomposition's autograd would keep
+ * five or six activation-sized intermediates per call alive until backward.
+ */
 export function gelu(x: Tensor, opts: { approximate?: "none" | "tanh" } = {}): Tensor {
   return withOp("gelu", () => {
     requireFloat(x, "gelu");
     const a = opts.approximate ?? "none";
-    if (a === "none") return M.mul(M.mul(x, 0.5), M.add(M.erf(M.mul(x, Math.SQRT1_2)), 1));
-    if (a === "tanh") {
-      const inner = M.mul(M.add(x, M.mul(M.mul(M.mul(x, x), x), 0.044715)), Math.sqrt(2 / Math.PI));
-      return M.mul(M.mul(x, 0.5), M.add(M.tanh(inner), 1));
-    }
-    throw new RangeError(`gelu: approximate argument must be either none or tanh, got '${String(a)}'`);
+    if (a !== "none" && a !== "tanh") throw new RangeError(`gelu: approximate argument must be either none or tanh, got '${String(a)}'`);
+    const y = noGrad(() => scope(() => geluValue(x, a)));
+    return attach(y, "GeluBackward0", [x], [x], ([g], [xs]) => [M.mul(g!, geluDerivative(xs!, a))]);
   });
+}
+
+const GELU_K = Math.sqrt(2 / Math.PI);
+
+function geluValue(x: Tensor, a: "none" | "tanh"): Tensor {
+  if (a === "none") return M.mul(M.mul(x, 0.5), M.add(M.erf(M.mul(x, Math.SQRT1_2)), 1));
+  const inner = M.mul(M.add(x, M.mul(M.mul(M.mul(x, x), x), 0.044715)), GELU_K);
+  return M.mul(M.mul(x, 0.5), M.add(M.tanh(inner), 1));
+}
+
+/** d gelu / dx, written with differentiable ops (double backward works). */
+function geluDerivative(x: Tensor, a: "none" | "tanh"): Tensor {
+  if (a === "none") {
+    // Phi(x) + x phi(x)
+    const cdf = M.mul(M.add(M.erf(M.mul(x, Math.SQRT1_2)), 1), 0.5);
+    const pdf = M.mul(M.exp(M.mul(M.mul(x, x), -0.5)), 1 / Math.sqrt(2 * Math.PI));
+    return M.add(cdf, M.mul(x, pdf));
+  }
+  // 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2), t = tanh(k (x + c x^3))
+  const x2 = M.mul(x, x);
+  const t = M.tanh(M.mul(M.add(x, M.mul(M.mul(x2, x), 0.044715)), GELU_K));
+  const dInner = M.mul(M.add(M.mul(x2, 3 * 0.044715), 1), GELU_K);
+  const sech2 = M.sub(1, M.mul(t, t));
+  return M.add(M.mul(M.add(t, 1), 0.5), M.mul(M.mul(M.mul(x, 0.5), sech2), dInner));
 }
 
 export function silu(x: Tensor): Tensor {
