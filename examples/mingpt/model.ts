@@ -103,14 +103,14 @@ export class GPT extends nn.Module {
   }
 
   /** AdamW with weight decay only on parameters of dim >= 2, as minGPT. */
-  configureOptimizer(o: { lr: number; betas: [number, number]; weightDecay: number; eps?: number }) {
+  configureOptimizer(o: { lr: number; betas: [number, number]; weightDecay: number; eps?: number; fused?: boolean }) {
     const params = [...this.namedParameters()].map(([, p]) => p);
     return new torch.optim.AdamW(
       [
         { params: params.filter((p) => p.ndim >= 2), weightDecay: o.weightDecay },
         { params: params.filter((p) => p.ndim < 2), weightDecay: 0 },
       ],
-      { lr: o.lr, betas: o.betas, eps: o.eps ?? 1e-8 },
+      { lr: o.lr, betas: o.betas, eps: o.eps ?? 1e-8, fused: o.fused ?? false },
     );
   }
 

@@ -139,3 +139,34 @@ test("optim works in every eager mode", async () => {
     });
   }
 });
+
+test("Adam/AdamW fused: true gives the per-op update's exact values in a few fused kernels", async () => {
+  const values = async (fused: boolean, amsgrad: boolean, Opt: typeof torch.optim.Adam) => {
+    const p = problem();
+    torch.sync(); // pending work of earlier (fused-mode) tests must not land in this profile
+    const prof = torch.profiler.profile();
+    await run(new Opt([p.W, p.b], { lr: 0.05, weightDecay: 0.2, amsgrad, fused }), p, 6);
+    prof.stop();
+    const ka = prof.keyAverages();
+    const kernels = ka.filter((k) => k.name.startsWith("fused_elementwise")).reduce((s, k) => s + k.count, 0);
+    const total = ka.reduce((s, k) => s + k.count, 0);
+    return { W: Array.from(await p.W.data()), b: Array.from(await p.b.data()), kernels, total };
+  };
+  for (const Opt of [torch.optim.Adam, torch.optim.AdamW])
+    for (const amsgrad of [false, true]) {
+      const plain = await values(false, amsgrad, Opt);
+      const fused = await values(true, amsgrad, Opt);
+      assert.deepEqual(fused.W, plain.W, `${Opt.name} amsgrad=${amsgrad}: W`);
+      assert.deepEqual(fused.b, plain.b, `${Opt.name} amsgrad=${amsgrad}: b`);
+      assert.equal(plain.kernels, 0);
+      // the same forward/backward; the update's ~14 single-op kernels per parameter become a few
+      assert.ok(fused.kernels >= 12 && fused.kernels <= 6 * 12, `${fused.kernels} fused kernels for 6 steps x 2 parameters`);
+      assert.ok(fused.total < 0.75 * plain.total, `kernels: fused ${fused.total}, per-op ${plain.total}`);
+    }
+  close(Array.from((await (async () => {
+    const p = problem();
+    await run(new torch.optim.AdamW([p.W, p.b], { lr: 0.05, weightDecay: 0.2, amsgrad: true, fused: true }), p, 6);
+    return p.W.data();
+  })())), ORACLE.adamw_amsgrad!.W, 1e-5, "fused AdamW vs PyTorch");
+  assert.throws(() => new torch.optim.Adam([problem().W], { fused: 1 as unknown as boolean }), /fused must be a boolean/);
+});
