@@ -64,12 +64,12 @@ test("after backward, a kept output (the loss) no longer keeps the forward's act
   const x = torch.randn(512, 256);
   await settle();
   const base = live();
-  // activations: 8 tensors of 512 x 256 floats (0.5 MiB each) and the vjp closures that read them
+  // activations of 512 x 256 floats (0.5 MiB each) that the graph's nodes and closures read
   const h = torch.nn.functional.gelu(ln.forward(lin.forward(x)), { approximate: "tanh" });
   const loss = torch.nn.functional.logSoftmax(h.mul(h.sigmoid()), -1).mean();
   await settle();
   const held = live() - base;
-  assert.ok(held > 4 * 2 ** 20, `the graph should hold the activations before backward (${held} bytes)`);
+  assert.ok(held > 2 * 2 ** 20, `the graph should hold the activations before backward (${held} bytes)`);
   loss.backward();
   await settle();
   // only `h` (held by this test, 0.5 MiB), the parameters' gradients (0.26 MiB) and scalars remain

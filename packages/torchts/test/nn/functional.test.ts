@@ -130,3 +130,28 @@ test("gelu keeps only its input for backward; gradients and double backward matc
     assert.ok((await gg.sub(ggr).abs().max().item()) < 1e-4, `${approximate}: second derivative`);
   }
 });
+
+test("layerNorm saves x, mean and 1/std only; gradients (x, weight, bias) and double backward match the decomposition's", async () => {
+  torch.manualSeed(2);
+  const x = torch.randn(4, 64, 256).requiresGrad_(); // 256 KiB
+  const w = torch.randn(256).requiresGrad_();
+  const b = torch.randn(256).requiresGrad_();
+  const live = () => torch.memory.stats().liveBytes;
+  const before = live();
+  const y = F.layerNorm(x, [256], { weight: w, bias: b });
+  // y (256 KiB) plus mean and 1/std (1 KiB each); the decomposition kept ~4 more of x's size
+  assert.ok(live() - before < 300 * 1024, `layerNorm holds ${live() - before} bytes`);
+  const ref = (v: torch.Tensor) => {
+    const mu = v.mean(-1, true);
+    const d = v.sub(mu);
+    return d.mul(d.mul(d).mean(-1, true).add(1e-5).rsqrt()).mul(w).add(b);
+  };
+  assert.ok((await y.sub(ref(x)).abs().max().item()) < 1e-5);
+  const gy = torch.randn(4, 64, 256);
+  const got = torch.autograd.grad(y, [x, w, b], { gradOutputs: gy, createGraph: true }) as torch.Tensor[];
+  const want = torch.autograd.grad(ref(x), [x, w, b], { gradOutputs: gy, createGraph: true }) as torch.Tensor[];
+  for (let i = 0; i < 3; i++) assert.ok((await got[i]!.sub(want[i]!).abs().max().item()) < 1e-4, `gradient ${i}`);
+  const [gg] = torch.autograd.grad(got[0]!.pow(2).sum(), x) as [torch.Tensor];
+  const [ggr] = torch.autograd.grad(want[0]!.pow(2).sum(), x) as [torch.Tensor];
+  assert.ok((await gg.sub(ggr).abs().max().item()) < 1e-3 * (1 + (await ggr.abs().max().item())));
+});

@@ -2,8 +2,9 @@
 // updates), group_norm, instance_norm and F.normalize.
 import { shapeStr } from "../../ir/shape.js";
 import { withOp } from "../../runtime/mode.js";
-import type { Tensor } from "../../tensor.js";
-import { noGrad } from "../../autograd/grad_mode.js";
+import { scope, type Tensor } from "../../tensor.js";
+import { attach } from "../../ops/core.js";
+import { isGradEnabled, noGrad } from "../../autograd/grad_mode.js";
 import { inplaceSet } from "../../ops/inplace.js";
 import * as M from "../../ops/math.js";
 import * as S from "../../ops/shape_ops.js";
@@ -46,7 +47,37 @@ export function layerNorm(x: Tensor, normalizedShape: number | readonly number[]
     const ns = axes.map((a) => x.shape[a]!);
     checkParam(opts.weight, ns, "layer_norm", "weight");
     checkParam(opts.bias, ns, "layer_norm", "bias");
-    return affine(standardize(x, axes, opts.eps ?? 1e-5), opts.weight, opts.bias);
+    const eps = opts.eps ?? 1e-5;
+    const w = opts.weight ?? null;
+    const b = opts.bias ?? null;
+    // like PyTorch's native_layer_norm: the forward's temporaries are freed at once and the
+    // backward needs only x, the mean and 1/std (not the decomposition's intermediates)
+    const { y, mu, rstd } = noGrad(() =>
+      scope(() => {
+        const mu = R.mean(x, axes, true);
+        const d = M.sub(x, mu);
+        const rstd = M.rsqrt(M.add(R.mean(M.mul(d, d), axes, true), eps));
+        return { y: affine(M.mul(d, rstd), w, b), mu, rstd };
+      }),
+    );
+    const lead = x.shape.map((_, i) => i).filter((i) => !axes.includes(i));
+    return attach(y, "NativeLayerNormBackward0", [x, w, b], [x, mu, rstd, w], ([g], [xs, ms, rs, ws]) => {
+      // under createGraph the statistics are recomputed from x, so that double backward sees
+      // their dependence on x (the saved ones are constants)
+      if (isGradEnabled()) {
+        ms = R.mean(xs!, axes, true);
+        const d = M.sub(xs!, ms);
+        rs = M.rsqrt(M.add(R.mean(M.mul(d, d), axes, true), eps));
+      }
+      const xhat = M.mul(M.sub(xs!, ms!), rs!);
+      const gw = ws ? M.mul(g!, ws) : g!;
+      // dx = rstd * (g w - mean(g w) - xhat * mean(g w xhat))
+      const dx = x.requiresGrad
+        ? M.mul(M.sub(M.sub(gw, R.mean(gw, axes, true)), M.mul(xhat, R.mean(M.mul(gw, xhat), axes, true))), rs!)
+        : null;
+      const sumLead = (t: Tensor) => (lead.length ? R.sum(t, lead) : t);
+      return [dx, w?.requiresGrad ? sumLead(M.mul(g!, xhat)) : null, b?.requiresGrad ? sumLead(g!) : null];
+    });
   });
 }
 
