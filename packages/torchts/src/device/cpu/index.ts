@@ -79,14 +79,22 @@ function matmulWithEpilogue(graph: FusedGraph, src: string, epi: FusedKernel): E
     run(inputs: KernelArg[], outputs: DeviceBuffer[]) {
       const outs = outputs.map((o) => (o as CpuBuffer).data as Arr);
       let prod: Arr;
+      // the product lives in the wasm arena for this call only, so the wasm epilogue reads it
+      // in place (a host scratch array would be copied in first) and no memory stays held
+      let tmp: CpuBuffer | null = null;
       if (out0 >= 0) prod = outs[out0]!;
+      else if ((tmp = arenaArray(mmNode.out.dtype, numel(mmNode.out.shape)))) prod = tmp.data as Arr;
       else prod = scratch ??= hostArray(mmNode.out.dtype, numel(mmNode.out.shape)) as Arr;
-      mm(prod, [(inputs[a.ext]!.buf as CpuBuffer).data as Arr, (inputs[b.ext]!.buf as CpuBuffer).data as Arr], [inputs[a.ext]!.offset, inputs[b.ext]!.offset], []);
-      const ins = inputs.map((x) => (x.buf as CpuBuffer).data as Arr);
-      const offs = inputs.map((x) => x.offset);
-      ins.push(prod);
-      offs.push(0);
-      epi(outs.filter((_, q) => q !== out0), ins, offs);
+      try {
+        mm(prod, [(inputs[a.ext]!.buf as CpuBuffer).data as Arr, (inputs[b.ext]!.buf as CpuBuffer).data as Arr], [inputs[a.ext]!.offset, inputs[b.ext]!.offset], []);
+        const ins = inputs.map((x) => (x.buf as CpuBuffer).data as Arr);
+        const offs = inputs.map((x) => x.offset);
+        ins.push(prod);
+        offs.push(0);
+        epi(outs.filter((_, q) => q !== out0), ins, offs);
+      } finally {
+        if (tmp) cpu.free(tmp);
+      }
     },
   };
 }
