@@ -1,6 +1,7 @@
 // Autograd graph nodes. A node holds what its backward needs (saved tensors, with the
 // storage version they had) and edges to the nodes that produced its inputs.
 import type { Tensor } from "../tensor.js";
+import type { Storage } from "../runtime/storage.js";
 
 export interface Edge {
   node: Node;
@@ -39,7 +40,11 @@ export class Node {
     public ctx: Record<string, unknown> = {},
   ) {
     this.saved = saved.map((t) => ({ t, version: t ? t._storage.version : 0 }));
+    this.savedStorages = saved.filter((t) => t !== null).map((t) => t._storage);
+    for (const st of this.savedStorages) st.savedBy++;
   }
+  /** The storages whose savedBy this node counts (as they were when saved). */
+  private savedStorages: Storage[];
 
   unpackSaved(): Tensor[] {
     if (this.released || !this.saved)
@@ -63,6 +68,8 @@ export class Node {
   /** After backward (retainGraph false): drop everything that can hold tensors, the backward
    * closure and ctx included, so a kept output (the loss) does not keep the step's activations. */
   release(): void {
+    if (!this.released) for (const st of this.savedStorages) st.savedBy = Math.max(0, st.savedBy - 1);
+    this.savedStorages = [];
     this.released = true;
     this.saved = null;
     this.vjp = releasedVjp;

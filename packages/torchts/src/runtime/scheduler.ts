@@ -144,10 +144,19 @@ function partition(pends: Pending[], pos: Map<Storage, number>, fusion: boolean)
   return { groups, groupOf };
 }
 
+/**
+ * Values a flush materializes and keeps even when no kernel of it needs them: state written in
+ * place, tensors saved for backward (else the backward's flush recomputes the forward, matmuls
+ * included), and scalars (a loss read after torch.sync() would otherwise recompute the forward).
+ */
+function keep(s: Storage): boolean {
+  return s.persistent || s.savedBy > 0 || s.numel === 1;
+}
+
 function buildPlan(dev: DevicePlugin, sts: Storage[], pends: Pending[], pos: Map<Storage, number>, targets: Set<Storage>): Omit<Plan, "seq"> {
   const { groups, groupOf } = partition(pends, pos, fusionDevices.has(dev));
   // a value is materialized when it is a target or read by another kernel
-  const needed = sts.map((s) => targets.has(s) || s.persistent);
+  const needed = sts.map((s) => targets.has(s) || keep(s));
   pends.forEach((p, j) => {
     for (const v of p.inputs) {
       const q = pos.get(v.storage);
@@ -190,7 +199,7 @@ function buildPlan(dev: DevicePlugin, sts: Storage[], pends: Pending[], pos: Map
     for (const q of reads) if (q !== undefined) last.set(q, ki);
   });
   const lastUses: number[][] = kernels.map(() => []);
-  for (const [q, ki] of last) if (!targets.has(sts[q]!) && !sts[q]!.persistent) lastUses[ki]!.push(q);
+  for (const [q, ki] of last) if (!targets.has(sts[q]!) && !keep(sts[q]!)) lastUses[ki]!.push(q);
   log("schedule", () => `${pends.length} nodes -> ${kernels.length} kernels: ${kernels.map((k) => k.name).join(" | ")}`);
   log("schedule", () => groups.map((G, i) => `  group ${i} (${G.kind}): ${G.members.map((j) => `%${j}${needed[j] ? "*" : ""}`).join(" ")}`).join("\n") + "\n  (* = materialized)");
   return { kernels, lastUses };
@@ -217,7 +226,7 @@ function planKey(dev: DevicePlugin, pends: Pending[], pos: Map<Storage, number>,
       const q = pos.get(v.storage);
       seq.push(q === undefined ? -1 : q, q === undefined ? 0 : v.offset);
     }
-    seq.push(targets.has(sts[j]!) || sts[j]!.persistent ? 1 : 0);
+    seq.push(targets.has(sts[j]!) || sts[j]!.persistent ? 1 : keep(sts[j]!) ? 2 : 0);
   }
   let h1 = 0x811c9dc5 | 0, h2 = 0x9e3779b9 | 0;
   for (let i = 0; i < seq.length; i++) {

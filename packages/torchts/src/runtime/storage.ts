@@ -32,6 +32,11 @@ export class Storage {
   readers: WeakRef<Storage>[] | null = null;
   /** Written in place (parameters, optimizer state): always materialized, never left to recompute. */
   persistent = false;
+  /**
+   * Autograd nodes that saved a tensor of this storage for backward (fused mode materializes
+   * such values and keeps them, instead of recomputing the forward, matmuls included, later).
+   */
+  savedBy = 0;
   /** readers.length after the last pruning of dead/finished readers. */
   private pruned = 0;
   /** Bumped by every in-place write; autograd compares it with the version it saved. */

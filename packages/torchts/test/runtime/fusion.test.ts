@@ -140,3 +140,27 @@ test("profiler: per-kernel times and a Chrome trace", async () => {
   assert.equal(trace.traceEvents.length, 3);
   assert.ok(trace.traceEvents.every((e) => e.ph === "X" && e.dur >= 0));
 });
+
+test("fused: a training step's flush keeps what backward saved and the loss, so nothing is recomputed", async () => {
+  const { GPT } = await import("../../../../examples/mingpt/model.js");
+  torch.manualSeed(0);
+  const model = new GPT({ vocabSize: 65, blockSize: 32, nLayer: 1, nHead: 2, nEmbd: 32 });
+  const opt = model.configureOptimizer({ lr: 3e-4, betas: [0.9, 0.95], weightDecay: 0.1 });
+  const x = torch.randint(0, 65, [2, 32]), y = torch.randint(0, 65, [2, 32]);
+  for (let i = 0; i < 2; i++) {
+    await torch.withEagerMode("fused", async () => {
+      const p = torch.profiler.profile();
+      const { loss } = model.forward(x, y);
+      opt.zeroGrad();
+      loss!.backward();
+      opt.step();
+      torch.sync(); // the whole step, then the loss read: no second flush recomputing the forward
+      const before = p.events.length;
+      await loss!.item();
+      p.stop();
+      assert.equal(p.events.length, before, `the loss read ran ${p.events.length - before} more kernels`);
+      // the 4 Linear forwards (qkv, proj, fc, fc2) ran once each: the backward did not recompute them
+      assert.equal(p.events.filter((e) => e.name === "fused_matmul[matmul,add]").length, 4);
+    });
+  }
+});
