@@ -63,6 +63,28 @@ export function itemSize(d: DType): number {
  */
 export type HostArray = Float32Array | Float64Array | Int32Array | Int8Array | Uint8Array;
 
+type HostArrayCtor = { new (n: number): HostArray; new (buf: ArrayBufferLike, byteOffset: number, length: number): HostArray; readonly BYTES_PER_ELEMENT: number };
+
+/** The typed-array class holding a dtype on the host (hostArray's), without allocating one. */
+export function hostArrayCtor(d: DType): HostArrayCtor {
+  switch (d) {
+    case "float32":
+    case "float16":
+    case "bfloat16":
+      return Float32Array;
+    case "float64":
+    case "int64":
+      return Float64Array;
+    case "int32":
+      return Int32Array;
+    case "int8":
+      return Int8Array;
+    case "uint8":
+    case "bool":
+      return Uint8Array;
+  }
+}
+
 export function hostArray(d: DType, n: number): HostArray {
   switch (d) {
     case "float32":

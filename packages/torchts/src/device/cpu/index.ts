@@ -5,7 +5,7 @@
 // cheap to reuse while fresh pages are not (first-touch page faults dominate large
 // allocations on small VMs). Without wasm, or when the 4 GiB wasm memory is full, storage
 // falls back to plain typed arrays, which the kernels stage.
-import { hostArray, itemSize, type DType, type HostArray } from "../../ir/dtype.js";
+import { hostArray, hostArrayCtor, itemSize, type DType, type HostArray } from "../../ir/dtype.js";
 import { PRIM_NAMES, type IRGraph } from "../../ir/prims.js";
 import type { DeviceBuffer, DevicePlugin, Executable, KernelArg } from "../plugin.js";
 import type { Arr } from "./codegen.js";
@@ -30,13 +30,11 @@ export class CpuBuffer implements DeviceBuffer {
 
 const ARENA_STORAGE_BUDGET = 2 ** 31;
 
-type ArrayCtor = new (buf: ArrayBufferLike, byteOffset: number, length: number) => HostArray;
-
 function arenaArray(dtype: DType, n: number): CpuBuffer | null {
   const rt = wasmRuntime();
   if (!rt) return null;
   // float16/bfloat16 live in Float32Array: the block is sized by the host array, not the dtype
-  const ctor = hostArray(dtype, 0).constructor as ArrayCtor & { BYTES_PER_ELEMENT: number };
+  const ctor = hostArrayCtor(dtype);
   // Past the budget, storage goes to plain typed arrays: V8 sees those (so a long synchronous
   // step that drops many tensors triggers its GC), and the rest of the 4 GiB wasm memory stays
   // free for kernel scratch. The arena is reused once finalizers have returned its blocks.
@@ -127,8 +125,7 @@ export const cpu: DevicePlugin = {
   allocate(dtype: DType, numel: number): DeviceBuffer {
     const inArena = arenaArray(dtype, numel);
     if (inArena) return inArena;
-    const probe = hostArray(dtype, 0);
-    const key = `${probe.constructor.name}:${numel}`;
+    const key = `${hostArrayCtor(dtype).name}:${numel}`;
     const hit = pool.get(key)?.pop();
     if (hit) {
       pooledBytes -= hit.byteLength;
