@@ -85,13 +85,7 @@ export function logSoftmaxRowsF32(x: F32, off: number, rows: number, n: number, 
   if (!rt) return false;
   if (rows * n === 0) return true;
   const s = stageIn(rt, x, off, rows * n), o = stageOut(rt, out, rows * n);
-  const stats = rt.arena.alloc(rows * 8);
-  const minRows = Math.ceil(MIN_PER_THREAD / n);
-  rt.pool.run(rt.fn.lse_rows!, rows, [s.ptr, stats, n], 1, minRows);
-  const st = rt.view(Float32Array, stats, rows * 2);
-  for (let r = 1; r < 2 * rows; r += 2) st[r] = Math.log(st[r]!);
-  rt.pool.run(rt.fn.sub_rows2!, rows, [s.ptr, o.ptr, stats, n], 1, minRows);
-  rt.arena.release(stats);
+  rt.pool.run(rt.fn.logsoftmax_rows!, rows, [s.ptr, o.ptr, n], 1, Math.ceil(MIN_PER_THREAD / n));
   finish(rt, out, rows * n, o, s);
   return true;
 }
