@@ -251,18 +251,19 @@ export function attentionFns(fma: boolean): Fn[] {
         f.get(mx).lane(0).get(mx).lane(1).op(OP.f32max).get(mx).lane(2).op(OP.f32max).get(mx).lane(3).op(OP.f32max);
         f.get(mArr).get(t).op(OP.i32add).mem(OP.f32load, 2).tee(mOld).op(OP.f32max).set(mNew);
         f.get(mArr).get(t).op(OP.i32add).get(mNew).mem(OP.f32store, 2);
-        // a row with nothing visible yet keeps p = 0 (exp(-inf - 0)) instead of exp(-inf + inf)
+        // a row with nothing visible yet keeps p = 0 (exp(-inf - 0)) instead of exp(-inf + inf);
+        // every exponent here is a score minus the running max, <= 0: expNonPos
         f.f32(0).get(mNew).get(mNew).f32(-Infinity).op(F32_EQ).op(OP.select).tee(mUse);
         f.simd(SIMD.f32x4splat).set(mUseV);
         f.get(mOld).get(mUse).op(OP.f32sub).simd(SIMD.f32x4splat).set(x);
-        vm.exp(x);
+        vm.expNonPos(x);
         f.tee(alphaV).lane(0).set(alpha);
         f.f32x4(0).set(sum);
         f.get(sb).get(i).get(sbRow).op(OP.i32mul).op(OP.i32add).set(p);
         f.forLt(p, end, 16, () => {
           f.get(p).v128load().get(mUseV).simd(SIMD.f32x4sub).set(x);
           f.get(p);
-          vm.exp(x);
+          vm.expNonPos(x);
           f.tee(x).v128store();
           f.get(sum).get(x).simd(SIMD.f32x4add).set(sum);
         });
@@ -333,7 +334,7 @@ export function attentionFns(fma: boolean): Fn[] {
       f.forLt(p, end, 16, () => {
         f.get(p).v128load().get(mUseV).simd(SIMD.f32x4sub).set(x);
         f.get(p);
-        vm.exp(x);
+        vm.expNonPos(x);
         f.get(pa).simd(SIMD.f32x4mul).v128store();
       });
       f.get(ro).get(t).op(OP.i32add).mem(OP.i32load, 2).get(outRow).op(OP.i32add).set(end);
