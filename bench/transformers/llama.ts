@@ -125,19 +125,25 @@ try {
       }
     }
   if (!process.argv.includes("--llama-cpp-only")) {
-    const single = async (label: string) => {
+    const single = async (model: LlamaForCausalLM, label: string) => {
       // the same thread count as the 1-thread llama.cpp rows
       if (THREADS === 1) return;
       torch.backends.cpu.setNumThreads(1);
-      await benchTorchts(m, prompt, label, ["compiled"]);
+      await benchTorchts(model, prompt, label, ["compiled"]);
       torch.backends.cpu.setNumThreads(THREADS);
     };
-    await benchTorchts(m, prompt, "f32", QUICK ? ["strict", "compiled"] : ["strict", "fused", "compiled"]);
-    await single("f32");
-    // q8_0 quantizes every matrix, the output layer included: so does this int8 model
-    await quantize(m, { bits: 8, includeLmHead: true });
-    await benchTorchts(m, prompt, "int8", ["strict", "compiled"]);
-    await single("int8");
+    // q8_0 quantizes every matrix, the output layer included: so do these int8 models
+    if (!process.argv.includes("--w8a8-only")) {
+      await benchTorchts(m, prompt, "f32", QUICK ? ["strict", "compiled"] : ["strict", "fused", "compiled"]);
+      await single(m, "f32");
+      await quantize(m, { bits: 8, includeLmHead: true });
+      await benchTorchts(m, prompt, "int8", ["strict", "compiled"]);
+      await single(m, "int8");
+    }
+    // int8 weights and int8 activations (per token, on the fly): q8_0's scheme of products
+    const w8a8 = await quantize(buildModel(), { bits: 8, includeLmHead: true, activations: "int8" });
+    await benchTorchts(w8a8, prompt, "w8a8", ["strict", "compiled"]);
+    await single(w8a8, "w8a8");
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });
@@ -147,7 +153,9 @@ try {
 const best = (prefix: string, t: number) =>
   Math.max(0, ...[...results].filter(([k]) => k.startsWith(prefix) && k.endsWith(`(${t}t)`)).map(([, v]) => v.decode));
 for (const t of [...new Set([THREADS, 1])])
-  for (const [ours, theirs] of [["torchts f32", `llama.cpp f32 (${t}t)`], ["torchts int8", `llama.cpp q8_0 (${t}t)`]] as const) {
+  for (const [ours, theirs] of [
+    ["torchts f32", `llama.cpp f32 (${t}t)`], ["torchts int8", `llama.cpp q8_0 (${t}t)`], ["torchts w8a8", `llama.cpp q8_0 (${t}t)`],
+  ] as const) {
     const a = best(ours, t);
     const b = results.get(theirs)?.decode;
     if (a && b) console.log(`decode ${ours} (best mode, ${t}t) / ${theirs}: ${(a / b).toFixed(2)}x (${a.toFixed(1)} vs ${b.toFixed(1)} tok/s)`);

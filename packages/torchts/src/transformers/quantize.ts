@@ -1,13 +1,16 @@
-// Weight-only quantization of Linear layers (and GPT-2's Conv1D): int8 with one scale per output
-// channel, int4 with one scale per group of `groupSize` inputs (symmetric, stored as unsigned
-// nibbles with zero point 8, two per byte). Activations stay in floating point: the forward is
-// the quantized linear op (nn/functional/quantized.ts), which the cpu runs on the quantized
-// weight directly and other devices by dequantizing (q * scale) and running the ordinary linear.
+// Quantization of Linear layers (and GPT-2's Conv1D): int8 with one scale per output channel,
+// int4 with one scale per group of `groupSize` inputs (symmetric, stored as unsigned nibbles with
+// zero point 8, two per byte). By default activations stay in floating point (weight-only): the
+// forward is the quantized linear op (nn/functional/quantized.ts), which the cpu runs on the
+// quantized weight directly and other devices by dequantizing (q * scale) and running the
+// ordinary linear. `activations: "int8"` (8-bit weights only) also quantizes each layer's input
+// per token on the fly (dynamic W8A8, like torchao's Int8DynamicActivationInt8WeightConfig and
+// llama.cpp's q8_0 products): the cpu then multiplies int8 by int8 exactly.
 import * as torch from "../index.js";
 import type { Tensor } from "../index.js";
 import { Linear } from "./modeling_utils.js";
 import { Conv1D } from "./models/gpt2.js";
-import { dequantizeInt4, dequantizeInt8, linearInt4, linearInt8 } from "../nn/functional/quantized.js";
+import { dequantizeInt4, dequantizeInt8, linearInt4, linearInt8, linearW8A8 } from "../nn/functional/quantized.js";
 const { nn } = torch;
 
 export interface QuantizeOptions {
@@ -16,14 +19,20 @@ export interface QuantizeOptions {
   groupSize?: number;
   /** Quantize lm_head too (default false: it is often tied to the embedding and most sensitive). */
   includeLmHead?: boolean;
+  /** "int8": dynamic per-token int8 activations (bits 8 only); default "float" (weight-only). */
+  activations?: "float" | "int8";
 }
 
-/** int8: W[o, g*G + j] ~ q[o, g*G + j] * scale[o, g], q in [-127, 127]; one group per row = per-channel. */
+/**
+ * int8: W[o, g*G + j] ~ q[o, g*G + j] * scale[o, g], q in [-127, 127]; one group per row = per-channel.
+ * activations "int8": the input is quantized per token too (F.linearW8A8).
+ */
 export class Int8Linear extends nn.Module {
   constructor(
     readonly qweight: Tensor, // int8 [out, in]
     readonly scale: Tensor, // [out, groups] in the weight's dtype
     readonly bias: Tensor | null,
+    readonly activations: "float" | "int8" = "float",
   ) {
     super();
     this.registerBuffer("qweight", qweight);
@@ -34,7 +43,7 @@ export class Int8Linear extends nn.Module {
     return dequantizeInt8(this.qweight, this.scale);
   }
   override forward(x: Tensor): Tensor {
-    return linearInt8(x, this.qweight, this.scale, this.bias);
+    return this.activations === "int8" ? linearW8A8(x, this.qweight, this.scale, this.bias) : linearInt8(x, this.qweight, this.scale, this.bias);
   }
 }
 
@@ -114,6 +123,9 @@ export async function quantizeWeight(w: Tensor, bits: 8 | 4, groupSize = bits ==
 /** Replace the model's Linear (and Conv1D) layers by Int8Linear / Int4Linear, in place. */
 export async function quantize<M extends InstanceType<typeof nn.Module>>(model: M, opts: QuantizeOptions): Promise<M> {
   if (opts.bits !== 8 && opts.bits !== 4) throw new RangeError(`quantize: bits must be 8 or 4, got ${String(opts.bits)}`);
+  const act = opts.activations ?? "float";
+  if (act !== "float" && act !== "int8") throw new RangeError(`quantize: activations must be "float" or "int8", got ${String(act)}`);
+  if (act === "int8" && opts.bits !== 8) throw new RangeError("quantize: int8 activations need 8-bit weights (bits: 8)");
   const gs = opts.groupSize ?? (opts.bits === 8 ? Infinity : 32);
   const targets: [InstanceType<typeof nn.Module>, string, Linear | Conv1D, string][] = [];
   for (const [prefix, parent] of model.namedModules())
@@ -128,7 +140,7 @@ export async function quantize<M extends InstanceType<typeof nn.Module>>(model: 
     const bias = layer.bias ? torch.noGrad(() => layer.bias!.detach()) : null;
     const { q, scale } = await quantizeWeight(weight, opts.bits, gs);
     const dt = weight.dtype;
-    const m = opts.bits === 8 ? new Int8Linear(q, scale.to(dt), bias) : new Int4Linear(q, scale.to(dt), bias, weight.shape[1]!, gs);
+    const m = opts.bits === 8 ? new Int8Linear(q, scale.to(dt), bias, act) : new Int4Linear(q, scale.to(dt), bias, weight.shape[1]!, gs);
     parent.addModule(name, m);
   }
   return model;

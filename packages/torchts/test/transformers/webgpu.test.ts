@@ -50,3 +50,20 @@ test("CLI --device webgpu reproduces the greedy continuations", { skip }, async 
     assert.deepEqual((JSON.parse(stdout) as { new_tokens: number[] }).new_tokens, p.greedy_continuation, name);
   }
 });
+
+test("quantized models on webgpu (int8 weight-only, int8 dynamic activations, int4) match the cpu kernels", { skip }, async () => {
+  const { quantize } = await import("../../src/transformers/index.js");
+  const p = expected("llama_gqa").prompts[0]!;
+  for (const opts of [{ bits: 8 }, { bits: 8, activations: "int8" }, { bits: 4, groupSize: 32 }] as const) {
+    const cpu = await quantize(await AutoModelForCausalLM.fromPretrained(fixtureDir("llama_gqa")), opts);
+    const gpu = await quantize(await AutoModelForCausalLM.fromPretrained(fixtureDir("llama_gqa"), { deviceMap: "webgpu" }), opts);
+    const ids = p.full_sequence.slice(0, 12);
+    const lc = torch.noGrad(() => cpu.forward(torch.tensor([ids])).logits);
+    const lg = torch.noGrad(() => gpu.forward(torch.tensor([ids], { device: "webgpu" })).logits);
+    const d = await maxAbsDiff(await torch.webgpu.toAsync(lg, "cpu"), lc);
+    assert.ok(d < 1e-4, `${JSON.stringify(opts)}: cpu and webgpu logits differ by ${d}`);
+    const a = await cpu.generate(p.input_ids, { maxNewTokens: 8, stopTokenIds: [] });
+    const b = await gpu.generate(p.input_ids, { maxNewTokens: 8, stopTokenIds: [] });
+    assert.deepEqual(b.newTokens, a.newTokens, `${JSON.stringify(opts)}: greedy tokens`);
+  }
+});

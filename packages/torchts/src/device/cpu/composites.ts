@@ -5,6 +5,7 @@ import type { CompositeName, IRNode } from "../../ir/prims.js";
 import type { Kernel } from "./codegen.js";
 import { attentionKernel } from "./attention_kernel.js";
 import { linearQuantKernel } from "./quant_kernels.js";
+import { linearW8A8Kernel } from "./w8a8_kernel.js";
 import { conv2dKernel } from "./wasm/conv.js";
 import { logSoftmaxComposite, softmaxComposite } from "./softmax.js";
 
@@ -13,6 +14,7 @@ export type CompositeBuilder = (n: IRNode<"composite">) => Kernel;
 export const CPU_COMPOSITES: Partial<Record<CompositeName, CompositeBuilder>> = {
   linearInt8: linearQuantKernel(8),
   linearInt4: linearQuantKernel(4),
+  linearW8A8: linearW8A8Kernel,
   attention: attentionKernel,
   conv2d: conv2dKernel,
   softmax: softmaxComposite,

@@ -17,11 +17,11 @@ const MIN_MACS_PER_THREAD = 1 << 16;
 
 type Bits = 8 | 4;
 
-function inMem(rt: WasmRuntime, a: Arr | undefined): a is Arr & ArrayBufferView {
+export function inMem(rt: WasmRuntime, a: Arr | undefined): a is Arr & ArrayBufferView {
   return a !== undefined && ArrayBuffer.isView(a) && rt.buffers.has((a as ArrayBufferView).buffer);
 }
 
-function check(n: IRNode<"composite">, bits: Bits): { M: number; K: number; N: number; gs: number; hasBias: boolean } {
+export function check(n: IRNode<"composite">, bits: Bits): { M: number; K: number; N: number; gs: number; hasBias: boolean } {
   const [x, q, s, b] = n.inputs;
   const name = n.params.name;
   if (!x || !q || !s || x.shape.length !== 2) throw new Error(`cpu ${name}: expected a 2-d input and a weight`);
@@ -61,7 +61,7 @@ export function linearQuantKernel(bits: Bits): (n: IRNode<"composite">) => Kerne
   };
 }
 
-const ptrOf = (a: Arr, off: number) => (a as unknown as ArrayBufferView).byteOffset + off * (a as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
+export const ptrOf = (a: Arr, off: number) => (a as unknown as ArrayBufferView).byteOffset + off * (a as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
 
 function kernelName(bits: Bits, gs: number, R: number): string {
   if (bits === 4 && gs === 32) return `q4gemv32_${R}`;
@@ -120,7 +120,7 @@ function dequantGemm(
   }
 }
 
-function addBias(O: Arr, M: number, N: number, B: Arr, bo: number): void {
+export function addBias(O: Arr, M: number, N: number, B: Arr, bo: number): void {
   for (let i = 0; i < M; i++) for (let j = 0; j < N; j++) O[i * N + j] = O[i * N + j]! + B[bo + j]!;
 }
 

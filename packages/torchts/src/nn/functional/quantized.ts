@@ -1,7 +1,11 @@
-// Weight-only quantized linear layers: y = x @ dequant(W)^T + b with float activations.
-// A device that overrides the composite (cpu: linearInt8 / linearInt4) reads the quantized weight
-// directly; elsewhere (webgpu, other dtypes, inputs that need gradients) the weight is
-// dequantized with ordinary ops and F.linear runs, which defines the result.
+// Quantized linear layers. Weight-only: y = x @ dequant(W)^T + b with float activations.
+// W8A8 (linearW8A8): int8 weights and int8 activations quantized per row on the fly (dynamic,
+// symmetric, one scale per token, like torchao's Int8DynamicActivationInt8WeightConfig):
+//   sx = max(amax(|x|, -1) / 127, 2^-126), xq = clamp(round(x / sx), -127, 127)
+//   y = (xq @ dequant(W)^T) * sx + b   (the cpu kernel sums xq * q exactly in int32 per group)
+// A device that overrides the composite (cpu: linearInt8 / linearInt4 / linearW8A8) reads the
+// quantized weight directly; elsewhere (webgpu, other dtypes, inputs that need gradients) the
+// weight is dequantized with ordinary ops and F.linear runs, which defines the result.
 //   int8: W[o, g*G + j] = q[o, g*G + j] * scale[o, g]   (q int8 [out, in], scale [out, groups])
 //   int4: W[o, g*G + j] = (nibble - 8) * scale[o, g]     (uint8 [out, in/2], low nibble = even column)
 import { withOp } from "../../runtime/mode.js";
@@ -30,7 +34,7 @@ export function dequantizeInt4(packed: Tensor, scales: Tensor, inFeatures: numbe
 
 /** The device kernel when it can serve (float32, inference), else null. */
 function tryComposite(
-  name: "linearInt8" | "linearInt4", x: Tensor, q: Tensor, scale: Tensor, bias: Tensor | null, groupSize: number,
+  name: "linearInt8" | "linearInt4" | "linearW8A8", x: Tensor, q: Tensor, scale: Tensor, bias: Tensor | null, groupSize: number,
 ): Tensor | null {
   if (x.dtype !== "float32" || scale.dtype !== "float32" || (bias && bias.dtype !== "float32")) return null;
   if (isGradEnabled() && (x.requiresGrad || scale.requiresGrad || bias?.requiresGrad)) return null;
@@ -62,6 +66,32 @@ export function linearInt8(x: Tensor, q: Tensor, scale: Tensor, bias: Tensor | n
       throw new RangeError(`linearInt8: scale [${scale.shape.join(", ")}] does not fit the weight [${O}, ${I}]`);
     checkShapes("linearInt8", x, I, O);
     return tryComposite("linearInt8", x, q, scale, bias, I / G) ?? linear(x, dequantizeInt8(q, scale).to(x.dtype), bias);
+  });
+}
+
+/** Smallest activation scale (the smallest normal float32): an all-zero row quantizes to zeros. */
+export const MIN_ACT_SCALE = 2 ** -126;
+
+/** Dynamic symmetric int8 quantization of x per row (last dim): integer-valued q in x's dtype and the scale [..., 1]. */
+export function quantizeActivationsInt8(x: Tensor): { q: Tensor; scale: Tensor } {
+  const scale = x.abs().amax(-1, true).div(127).clamp(MIN_ACT_SCALE);
+  return { q: x.div(scale).round().clamp(-127, 127), scale };
+}
+
+/** linearInt8 with int8 activations: (xq @ (q * scale)^T) * sx + bias, xq / sx from quantizeActivationsInt8(x). */
+export function linearW8A8(x: Tensor, q: Tensor, scale: Tensor, bias: Tensor | null = null): Tensor {
+  return withOp("linearW8A8", () => {
+    const [O, I] = q.shape as [number, number];
+    if (q.dtype !== "int8" || q.ndim !== 2) throw new TypeError(`linearW8A8: expected an int8 weight [out, in], got ${q.dtype} [${q.shape.join(", ")}]`);
+    const G = scale.shape[1] ?? 0;
+    if (scale.ndim !== 2 || scale.shape[0] !== O || G === 0 || I % G !== 0)
+      throw new RangeError(`linearW8A8: scale [${scale.shape.join(", ")}] does not fit the weight [${O}, ${I}]`);
+    checkShapes("linearW8A8", x, I, O);
+    const fast = tryComposite("linearW8A8", x, q, scale, bias, I / G);
+    if (fast) return fast;
+    const a = quantizeActivationsInt8(x);
+    const y = linear(a.q, dequantizeInt8(q, scale).to(x.dtype)).mul(a.scale);
+    return bias ? y.add(bias) : y;
   });
 }
 

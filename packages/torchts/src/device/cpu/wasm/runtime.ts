@@ -10,6 +10,7 @@ import { probeFns } from "./probe.js";
 import { attentionFns } from "./attention.js";
 import { gemvFns } from "./gemv.js";
 import { qgemvFns } from "./qgemv.js";
+import { qdotFns } from "./qdot.js";
 import { CTL_BYTES, MAX_THREADS, Pool } from "./pool.js";
 import { detect, type Features } from "./features.js";
 
@@ -66,6 +67,7 @@ function build(): WasmRuntime | null {
   add(probeFns(features.relaxedSimd));
   add(attentionFns(features.relaxedSimd));
   add([...gemvFns(features.relaxedSimd), ...qgemvFns(features.relaxedSimd)]);
+  add(qdotFns());
   const pages = { initial: 32, maximum: 65536 };
   const bytes = emitModule(fns, pages);
   const memory = new WebAssembly.Memory({ ...pages, shared: true });
