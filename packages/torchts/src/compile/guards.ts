@@ -2,6 +2,7 @@
 // Each guard is a labeled part ("arg0.shape") so a recompile can say exactly what changed.
 import { Tensor } from "../tensor.js";
 import { isGradEnabled } from "../autograd/grad_mode.js";
+import { moduleStructure } from "../utils/structure.js";
 
 export type GuardParts = Map<string, string>;
 
@@ -50,12 +51,35 @@ export function guardParts(args: readonly unknown[], modules: readonly GuardedMo
   args.forEach((a, i) => describe(a, `arg${i}`, out, 0));
   modules.forEach((m, k) => {
     out.set(`module${k}.training`, String(m.training));
-    const ps: string[] = [];
-    for (const [name, p] of m.namedParameters())
-      ps.push(`${name}#${idOf(p)}:${p.dtype}[${p.shape.join(",")}]@${p.device}${p.requiresGrad ? "" : "(frozen)"}`);
-    out.set(`module${k}.parameters`, ps.join(" "));
+    out.set(`module${k}.parameters`, describeParameters(m));
   });
   return out;
+}
+
+interface ParamCache {
+  version: number;
+  params: [string, Tensor][];
+  frozen: boolean[];
+  desc: string;
+}
+const paramCache = new WeakMap<GuardedModule, ParamCache>();
+
+/** Names, identities, dtypes, shapes, devices and frozen flags of m's parameters (cached per module structure). */
+function describeParameters(m: GuardedModule): string {
+  let c = paramCache.get(m);
+  if (!c || c.version !== moduleStructure.version) {
+    const params = [...m.namedParameters()];
+    c = { version: moduleStructure.version, params, frozen: [], desc: "" };
+    paramCache.set(m, c);
+  }
+  // requiresGrad is the one parameter attribute that changes without a structure change
+  let same = c.desc !== "" && c.frozen.length === c.params.length;
+  for (let i = 0; same && i < c.params.length; i++) if (c.frozen[i] === c.params[i]![1].requiresGrad) same = false;
+  if (!same) {
+    c.frozen = c.params.map(([, p]) => !p.requiresGrad);
+    c.desc = c.params.map(([name, p]) => `${name}#${idOf(p)}:${p.dtype}[${p.shape.join(",")}]@${p.device}${p.requiresGrad ? "" : "(frozen)"}`).join(" ");
+  }
+  return c.desc;
 }
 
 export function guardKey(g: GuardParts): string {

@@ -3,6 +3,7 @@
 // Assigning a Parameter, Module or registered buffer to a property registers it (PyTorch's
 // __setattr__): the constructor returns a Proxy whose set/defineProperty traps do that, so
 // `this.fc1 = new nn.Linear(2, 3)` and class-field initialisers both register.
+import { moduleStructure } from "../utils/structure.js";
 import { noGrad } from "../autograd/grad_mode.js";
 import type { DType } from "../ir/dtype.js";
 import { shapeStr } from "../ir/shape.js";
@@ -41,6 +42,7 @@ const typeName = (v: unknown): string =>
 
 // Writing a tensor's new data into an existing Parameter/buffer keeps its identity (optimizers hold it).
 function setData(t: Tensor, src: Tensor): void {
+  moduleStructure.version++; // dtype/device/shape of a parameter may change (compile guards re-read them)
   const w = t as unknown as { _storage: unknown; _strides: number[]; _offset: number; dtype: DType; shape: number[] };
   w._storage = src._storage;
   w._strides = [...src._strides];
@@ -75,6 +77,7 @@ export class Module {
       },
       deleteProperty: (target, key) => {
         if (typeof key === "string") {
+          moduleStructure.version++;
           target._parameters.delete(key);
           target._buffers.delete(key);
           target._modules.delete(key);
@@ -125,6 +128,7 @@ export class Module {
     return this._parameters.has(key) || this._buffers.has(key) || this._modules.has(key);
   }
   _own(key: string, value: unknown): void {
+    moduleStructure.version++;
     Reflect.defineProperty(this, key, { value, writable: true, enumerable: true, configurable: true });
   }
   _checkName(kind: string, name: string): void {

@@ -149,3 +149,26 @@ test("compile: intermediates are freed after their last use and recomputed if re
   assert.deepEqual(await kept!.tolist(), await want.tolist(), "a freed intermediate is recomputed on read");
   assert.deepEqual(await out.tolist(), await torch.withEagerMode("strict", () => want.exp().sum(1).log().tolist()));
 });
+
+test("compile: parameter guards see freezing, a replaced child module and module.to(dtype) (cached between calls)", async () => {
+  torch.compiler.resetStats();
+  torch.manualSeed(0);
+  const net = new torch.nn.Sequential(new torch.nn.Linear(3, 4), new torch.nn.Linear(4, 2));
+  const f = torch.compile((x: torch.Tensor) => net.forward(x), { modules: [net], name: "net" });
+  const x = torch.ones(1, 3);
+  f(x);
+  f(x); // hit: the parameter description is reused
+  (net as unknown as { 0: torch.nn.Linear })[0].weight.requiresGrad_(false);
+  f(x);
+  net.addModule("1", new torch.nn.Linear(4, 2));
+  const y = f(x);
+  assert.ok((await y.sub(net.forward(x)).abs().max().item()) < 1e-6, "the replaced layer is used");
+  net.to("float64");
+  assert.equal(f(x.double()).dtype, "float64");
+  const s = torch.compiler.stats();
+  assert.equal(s.hits, 1);
+  assert.equal(s.recompiles, 3);
+  assert.match(s.recompileReasons[0]!, /module0\.parameters changed .*\(frozen\)/);
+  assert.match(s.recompileReasons[1]!, /module0\.parameters changed/);
+  assert.match(s.recompileReasons[2]!, /float64/);
+});
