@@ -48,7 +48,8 @@ function record(variant: string, prefillMs: number, decodeMs: number): void {
   const prefill = (PROMPT * 1000) / prefillMs;
   const decode = (DECODE * 1000) / decodeMs;
   results.set(variant, { prefill, decode });
-  console.log(`${variant.padEnd(34)} prefill ${prefill.toFixed(1).padStart(7)} tok/s   decode ${decode.toFixed(1).padStart(6)} tok/s (${(decodeMs / DECODE).toFixed(1)} ms/token)`);
+  const arena = variant.startsWith("torchts") ? `, wasm arena ${(torch.backends.cpu.info().arenaBytes / 2 ** 20).toFixed(0)} MiB` : "";
+  console.log(`${variant.padEnd(34)} prefill ${prefill.toFixed(1).padStart(7)} tok/s   decode ${decode.toFixed(1).padStart(6)} tok/s (${(decodeMs / DECODE).toFixed(1)} ms/token)${arena}`);
   const suite = variant.startsWith("llama.cpp") ? "llama.cpp" : "torchts";
   emit({ suite, workload: `prefill ${PROMPT}`, variant, ms: prefillMs, note: `${prefill.toFixed(2)} tok/s` });
   emit({ suite, workload: `decode ${DECODE}`, variant, ms: decodeMs, note: `${decode.toFixed(2)} tok/s` });
