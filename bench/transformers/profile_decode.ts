@@ -5,25 +5,13 @@
 // compiled: the model keeps its compiled steps, so after the warm-up generation every measured
 // step is a replay. --seq prints one step's kernels in order (q, rope, k, rope, kv write, ...).
 import * as torch from "../../packages/torchts/src/index.js";
-import { LlamaForCausalLM, parseConfig, quantize } from "../../packages/torchts/src/transformers/index.js";
+import { quantize } from "../../packages/torchts/src/transformers/index.js";
+import { buildModel, config } from "./bench_model.js";
 
 const mode = (process.argv[2] ?? "compiled") as "strict" | "fused" | "compiled";
 const w8a8 = process.argv.includes("--w8a8");
 const int8 = w8a8 || process.argv.includes("--int8");
-const config = parseConfig({
-  model_type: "llama", architectures: ["LlamaForCausalLM"], vocab_size: 16000, hidden_size: 768, intermediate_size: 2048,
-  num_hidden_layers: 12, num_attention_heads: 12, num_key_value_heads: 4, max_position_embeddings: 1024,
-  rms_norm_eps: 1e-5, rope_theta: 10000, tie_word_embeddings: false, bos_token_id: 1, eos_token_id: 2,
-});
-torch.manualSeed(0);
-const m = new LlamaForCausalLM(config);
-torch.noGrad(() => {
-  for (const [n, p] of m.namedParameters()) {
-    if (n.endsWith("norm.weight")) p.fill_(1);
-    else p.copy_(torch.randn(p.shape).mul(0.02));
-  }
-});
-m.eval();
+const m = buildModel();
 if (int8) await quantize(m, { bits: 8, includeLmHead: true, activations: w8a8 ? "int8" : "float" });
 const prompt = Array.from({ length: 128 }, (_, i) => (i * 7919 + 13) % config.vocabSize);
 const compile = mode === "compiled";

@@ -14,7 +14,8 @@ import { fileURLToPath } from "node:url";
 import * as ort from "onnxruntime-node";
 import { AutoModelForCausalLM as TjsAuto, Tensor as TjsTensor, env } from "@huggingface/transformers";
 import * as torch from "../../packages/torchts/src/index.js";
-import { AutoModelForCausalLM, LlamaForCausalLM, parseConfig, type PreTrainedModel } from "../../packages/torchts/src/transformers/index.js";
+import { AutoModelForCausalLM, type LlamaForCausalLM, type PreTrainedModel } from "../../packages/torchts/src/transformers/index.js";
+import { buildModel, config } from "./bench_model.js";
 import { emit } from "../lib.js";
 import { saveForTransformersJs } from "./onnx_llama.js";
 
@@ -31,24 +32,6 @@ const TOL = 1e-3;
 const HERE = dirname(fileURLToPath(import.meta.url));
 const GOLDEN = join(HERE, "../../packages/torchts/test/fixtures/hf/llama_gqa");
 
-// the model of llama.ts (replicated, not imported: llama.ts runs its benchmark at import)
-const config = parseConfig({
-  model_type: "llama", architectures: ["LlamaForCausalLM"], vocab_size: 16000, hidden_size: 768, intermediate_size: 2048,
-  num_hidden_layers: 12, num_attention_heads: 12, num_key_value_heads: 4, max_position_embeddings: 1024,
-  rms_norm_eps: 1e-5, rope_theta: 10000, tie_word_embeddings: false, bos_token_id: 1, eos_token_id: 2,
-});
-
-function buildModel(): LlamaForCausalLM {
-  torch.manualSeed(0);
-  const m = new LlamaForCausalLM(config);
-  torch.noGrad(() => {
-    for (const [name, p] of m.namedParameters()) {
-      if (name.endsWith("norm.weight")) p.fill_(1);
-      else p.copy_(torch.randn(p.shape).mul(0.02));
-    }
-  });
-  return m.eval();
-}
 
 const ids = (prompt: number[]) => BigInt64Array.from(prompt.map(BigInt));
 // onnxruntime's defaults otherwise (graph optimizations on, spinning intra-op threads), as a

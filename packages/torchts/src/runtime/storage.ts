@@ -1,7 +1,7 @@
 // A Storage is the memory behind one or more tensor views. In fused mode it may still be
 // pending: an IR node that will produce it when something needs the value.
 import type { DeviceBuffer, DevicePlugin } from "../device/plugin.js";
-import { castScalar, type DType, type HostArray } from "../ir/dtype.js";
+import { castScalar, hostArrayCtor, type DType } from "../ir/dtype.js";
 import type { IRNode } from "../ir/prims.js";
 import type { Shape } from "../ir/shape.js";
 import { trackAlloc, trackFree, transferOwnership } from "./memory.js";
@@ -164,27 +164,9 @@ export class Storage {
   static fromHost(device: DevicePlugin, dtype: DType, data: ArrayLike<number>): Storage {
     const s = new Storage(device, dtype, data.length);
     const b = s.allocate();
-    const arr = new (hostCtor(dtype))(data.length);
+    const arr = new (hostArrayCtor(dtype))(data.length);
     for (let i = 0; i < data.length; i++) arr[i] = castScalar(data[i]!, dtype);
     device.write(b, arr);
     return s;
-  }
-}
-
-function hostCtor(d: DType): new (n: number) => HostArray {
-  switch (d) {
-    case "float32":
-    case "float16":
-    case "bfloat16":
-      return Float32Array;
-    case "float64":
-    case "int64":
-      return Float64Array;
-    case "int32":
-      return Int32Array;
-    case "int8":
-      return Int8Array;
-    default:
-      return Uint8Array;
   }
 }
