@@ -112,8 +112,8 @@ function hostReadError(): TorchError {
  * torch.sync(): run everything pending (fused mode). Values only used inside a fused kernel stay
  * unmaterialized; values materialized only for later kernels are freed after their last use.
  * Either kind is recomputed if read later, except what the scheduler keeps (tensors saved for
- * backward, scalars such as the loss, state written in place). (A read, realize(), frees nothing: what it leaves
- * behind, such as activations saved for backward, is usually needed by the next flush.)
+ * backward, scalars such as the loss, state written in place). (A read, realize(), frees
+ * nothing: what it leaves behind is usually needed by the next flush.)
  */
 export function flushAll(keep: readonly Storage[] = [], freeIntermediates = true): void {
   if (traceState.fn !== null && pendingSet.size) throw hostReadError();

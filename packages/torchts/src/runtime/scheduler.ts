@@ -240,9 +240,7 @@ function planKey(dev: DevicePlugin, pends: Pending[], pos: Map<Storage, number>,
 
 function internNode(k: string): number {
   let id = nodeIds.get(k);
-  if (id === undefined) {
-    nodeIds.set(k, (id = nodeIds.size));
-  }
+  if (id === undefined) nodeIds.set(k, (id = nodeIds.size));
   return id;
 }
 
