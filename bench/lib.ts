@@ -3,6 +3,12 @@
 
 export const QUICK = process.argv.includes("--quick");
 
+/** The number after a command-line flag (`--threads 2`), or null when the flag is absent. */
+export function numberArg(name: string): number | null {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? Number(process.argv[i + 1]) : null;
+}
+
 export interface Row {
   suite: string; // "torchts", "tfjs-wasm", "onnxruntime-node", "jax-js", "probe"
   workload: string; // e.g. "matmul 1024"

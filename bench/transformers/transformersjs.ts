@@ -16,16 +16,11 @@ import { AutoModelForCausalLM as TjsAuto, Tensor as TjsTensor, env } from "@hugg
 import * as torch from "../../packages/torchts/src/index.js";
 import { AutoModelForCausalLM, type LlamaForCausalLM, type PreTrainedModel } from "../../packages/torchts/src/transformers/index.js";
 import { buildModel, config } from "./bench_model.js";
-import { emit } from "../lib.js";
+import { QUICK, emit, numberArg } from "../lib.js";
 import { saveForTransformersJs } from "./onnx_llama.js";
 
-const QUICK = process.argv.includes("--quick");
-const arg = (name: string): number | null => {
-  const i = process.argv.indexOf(name);
-  return i > 0 ? Number(process.argv[i + 1]) : null;
-};
-const THREADS = arg("--threads") ?? Math.min(cpus().length, 4);
-const REPS = arg("--reps") ?? (QUICK ? 2 : 3);
+const THREADS = numberArg("--threads") ?? Math.min(cpus().length, 4);
+const REPS = numberArg("--reps") ?? (QUICK ? 2 : 3);
 const PROMPT = QUICK ? 128 : 512;
 const DECODE = QUICK ? 16 : 32;
 const TOL = 1e-3;

@@ -76,13 +76,17 @@ interface Attrs {
   probs?: boolean;
 }
 
-export function attentionKernel(n: IRNode<"composite">): Kernel {
-  const { causal, scale, mask: hasMask, probs = false } = n.params.attrs as unknown as Attrs;
+/** The attrs, inputs and sizes of an attention node: q [B, Hq, L, E], k [B, Hk, S, E], v [B, Hk, S, Ev]. */
+function attentionDims(n: IRNode<"composite">) {
+  const attrs = n.params.attrs as unknown as Attrs;
   const [qv, kv, vv, mv] = n.inputs;
   const [B, Hq, L, E] = qv!.shape as [number, number, number, number];
   const [, Hk, S] = kv!.shape as [number, number, number, number];
-  const Ev = vv!.shape[3]!;
-  const nrep = Hq / Hk;
+  return { ...attrs, probs: attrs.probs ?? false, qv: qv!, kv: kv!, vv: vv!, mv, B, Hq, L, E, Hk, S, Ev: vv!.shape[3]!, nrep: Hq / Hk };
+}
+
+export function attentionKernel(n: IRNode<"composite">): Kernel {
+  const { causal, scale, mask: hasMask, probs, qv, kv, vv, mv, B, Hq, L, E, Hk, S, Ev, nrep } = attentionDims(n);
   const Ep = up4(E), Evp = up4(Ev), Sp = up4(S);
   const W = probs ? S : Ev, Wp = probs ? Sp : Evp; // output row width
   const R = nrep * L;
@@ -94,9 +98,9 @@ export function attentionKernel(n: IRNode<"composite">): Kernel {
   return (O, ins, offs) => {
     const rt = wasmRuntime();
     if (!rt) return attentionJs(n, O, ins, offs);
-    const q = operand(rt, ins[0]!, offs[0]!, qv!.shape, qv!.strides, Ep);
-    const k = operand(rt, ins[1]!, offs[1]!, kv!.shape, kv!.strides, Ep, T > 1);
-    const v = operand(rt, ins[2]!, offs[2]!, vv!.shape, vv!.strides, Evp, T > 1);
+    const q = operand(rt, ins[0]!, offs[0]!, qv.shape, qv.strides, Ep);
+    const k = operand(rt, ins[1]!, offs[1]!, kv.shape, kv.strides, Ep, T > 1);
+    const v = operand(rt, ins[2]!, offs[2]!, vv.shape, vv.strides, Evp, T > 1);
     const m = hasMask ? operand(rt, ins[3]!, offs[3]!, mv!.shape, mv!.strides, S) : null;
     const direct = inArena(rt, O) && Wp === W;
     const outPtr = direct ? (O as Float32Array).byteOffset : rt.arena.alloc(B * Hq * L * Wp * 4);
@@ -135,14 +139,9 @@ export function attentionKernel(n: IRNode<"composite">): Kernel {
 
 /** The same computation in plain JS (TORCHTS_CPU_BACKEND=js): float64 scores, one row at a time. */
 function attentionJs(n: IRNode<"composite">, O: Arr, ins: Arr[], offs: number[]): void {
-  const { causal, scale, mask: hasMask, probs = false } = n.params.attrs as unknown as Attrs;
-  const [qv, kv, vv, mv] = n.inputs;
-  const [B, Hq, L, E] = qv!.shape as [number, number, number, number];
-  const [, Hk, S] = kv!.shape as [number, number, number, number];
-  const Ev = vv!.shape[3]!;
-  const nrep = Hq / Hk;
+  const { causal, scale, mask: hasMask, probs, qv, kv, vv, mv, B, Hq, L, E, S, Ev, nrep } = attentionDims(n);
   const [Q, K, V, M] = ins as [Arr, Arr, Arr, Arr | undefined];
-  const qs = qv!.strides, ks = kv!.strides, vs = vv!.strides, ms = mv?.strides;
+  const qs = qv.strides, ks = kv.strides, vs = vv.strides, ms = mv?.strides;
   const p = new Float64Array(S);
   const acc = new Float64Array(Ev);
   for (let b = 0; b < B; b++)

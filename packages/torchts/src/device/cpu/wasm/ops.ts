@@ -70,22 +70,21 @@ export function affineTanhF32(x: F32, off: number, n: number, a: number, b: numb
 
 /** Softmax over each of `rows` contiguous rows of length `n` (online max, exp, normalize). */
 export function softmaxRowsF32(x: F32, off: number, rows: number, n: number, out: F32): boolean {
-  const rt = wasmRuntime();
-  if (!rt) return false;
-  if (rows * n === 0) return true;
-  const s = stageIn(rt, x, off, rows * n), o = stageOut(rt, out, rows * n);
-  rt.pool.run(rt.fn.softmax_rows!, rows, [s.ptr, o.ptr, n], 1, Math.ceil(MIN_PER_THREAD / n));
-  finish(rt, out, rows * n, o, s);
-  return true;
+  return rowsF32("softmax_rows", x, off, rows, n, out);
 }
 
 /** Log-softmax over each of `rows` contiguous rows of length `n`: (x - max) - log(sum(exp(x - max))). */
 export function logSoftmaxRowsF32(x: F32, off: number, rows: number, n: number, out: F32): boolean {
+  return rowsF32("logsoftmax_rows", x, off, rows, n, out);
+}
+
+/** One row kernel fn(r0, r1, src, dst, n) over `rows` rows, operands staged when outside the memory. */
+function rowsF32(fn: "softmax_rows" | "logsoftmax_rows", x: F32, off: number, rows: number, n: number, out: F32): boolean {
   const rt = wasmRuntime();
   if (!rt) return false;
   if (rows * n === 0) return true;
   const s = stageIn(rt, x, off, rows * n), o = stageOut(rt, out, rows * n);
-  rt.pool.run(rt.fn.logsoftmax_rows!, rows, [s.ptr, o.ptr, n], 1, Math.ceil(MIN_PER_THREAD / n));
+  rt.pool.run(rt.fn[fn]!, rows, [s.ptr, o.ptr, n], 1, Math.ceil(MIN_PER_THREAD / n));
   finish(rt, out, rows * n, o, s);
   return true;
 }
