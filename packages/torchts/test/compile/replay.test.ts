@@ -35,6 +35,20 @@ function setup(replay: boolean) {
   return { model, opt, sched, step };
 }
 
+/** A compiled cross-entropy training step of `model` with `opt`. */
+function compiledStep(model: InstanceType<typeof torch.nn.Module>, opt: torch.optim.Optimizer, replay: boolean, name: string) {
+  return torch.compile(
+    (x: torch.Tensor, y: torch.Tensor) => {
+      const loss = F.crossEntropy(model.forward(x) as torch.Tensor, y);
+      opt.zeroGrad();
+      loss.backward();
+      opt.step();
+      return loss;
+    },
+    { modules: [model], replay, name },
+  );
+}
+
 function batches(n: number, b = 16) {
   torch.manualSeed(1);
   return Array.from({ length: n }, () => [torch.randn(b, 8), torch.randint(0, 4, [b])] as const);
@@ -224,16 +238,7 @@ test("replay: SGD (momentum), RMSprop and Adagrad with a step scheduler replay b
       const model = new torch.nn.Sequential(new torch.nn.Linear(8, 16), new torch.nn.ReLU(), new torch.nn.Linear(16, 4));
       const opt = make([...model.parameters()]);
       const sched = new torch.optim.lrScheduler.StepLR(opt, 2, 0.5);
-      const step = torch.compile(
-        (x: torch.Tensor, y: torch.Tensor) => {
-          const loss = F.crossEntropy(model.forward(x), y);
-          opt.zeroGrad();
-          loss.backward();
-          opt.step();
-          return loss;
-        },
-        { modules: [model], replay, name },
-      );
+      const step = compiledStep(model, opt, replay, name);
       const losses: number[] = [];
       for (const [x, y] of data) {
         losses.push(await (step(x, y) as torch.Tensor).item());
@@ -258,16 +263,7 @@ test("replay: module buffers updated in place (BatchNorm running stats) follow t
     torch.manualSeed(0);
     const model = new torch.nn.Sequential(new torch.nn.Linear(8, 16), new torch.nn.BatchNorm1d(16), new torch.nn.ReLU(), new torch.nn.Linear(16, 4));
     const opt = new torch.optim.SGD([...model.parameters()], { lr: 0.05 });
-    const step = torch.compile(
-      (x: torch.Tensor, y: torch.Tensor) => {
-        const loss = F.crossEntropy(model.forward(x), y);
-        opt.zeroGrad();
-        loss.backward();
-        opt.step();
-        return loss;
-      },
-      { modules: [model], replay, name: "bn" },
-    );
+    const step = compiledStep(model, opt, replay, "bn");
     const losses: number[] = [];
     for (const [x, y] of data) losses.push(await (step(x, y) as torch.Tensor).item());
     const bufs = await Promise.all([...model.namedBuffers()].map(([, b]) => b.data()));
