@@ -10,6 +10,7 @@ import * as torch from "../index.js";
 import type { Tensor } from "../index.js";
 import { Linear } from "./modeling_utils.js";
 import { Conv1D } from "./models/gpt2.js";
+import { HessianAccumulator, gptqRound } from "./gptq.js";
 import { dequantizeInt4, dequantizeInt8, linearInt4, linearInt8, linearW8A8 } from "../nn/functional/quantized.js";
 const { nn } = torch;
 
@@ -21,6 +22,16 @@ export interface QuantizeOptions {
   includeLmHead?: boolean;
   /** "int8": dynamic per-token int8 activations (bits 8 only); default "float" (weight-only). */
   activations?: "float" | "int8";
+  /**
+   * Calibration input ids [batch, seq] (or nested arrays): round each layer with GPTQ against the
+   * inputs it sees on these tokens, layers in order, each after the ones before it are quantized.
+   * Without it weights are rounded to nearest.
+   */
+  calibration?: Tensor | number[][];
+  /** GPTQ damping, a fraction of the Hessian's mean diagonal (default 0.01). */
+  dampPercent?: number;
+  /** GPTQ column order: largest Hessian diagonal first (default true). */
+  actOrder?: boolean;
 }
 
 /**
@@ -69,55 +80,65 @@ export class Int4Linear extends nn.Module {
   }
 }
 
-/** Quantize a float weight [out, in] (host math in float64, rounding half to even like torch.round). */
-export async function quantizeWeight(w: Tensor, bits: 8 | 4, groupSize = bits === 8 ? Infinity : 32): Promise<{ q: Tensor; scale: Tensor }> {
+/** Options of `quantizeWeight` beyond bits and groups: GPTQ's calibration Hessian. */
+export interface QuantizeWeightOptions {
+  /** H = 2/n sum x x^T [in, in] of the layer's calibration inputs: round with GPTQ instead of to nearest. */
+  hessian?: Float64Array;
+  /** GPTQ's damping, a fraction of H's mean diagonal added to it (default 0.01). */
+  dampPercent?: number;
+  /** GPTQ's desc_act: round the input columns with the largest H diagonal first (default true). */
+  actOrder?: boolean;
+}
+
+const roundEven = (v: number): number => {
+  const r = Math.round(v);
+  return Math.abs(v - Math.trunc(v)) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+};
+
+/**
+ * Quantize a float weight [out, in] (host math in float64, rounding half to even like torch.round).
+ * Scales come from the weight itself (int8: absmax / 127; int4: llama.cpp's q4_0 rule); levels are
+ * rounded to nearest, or by GPTQ when `opts.hessian` is given.
+ */
+export async function quantizeWeight(w: Tensor, bits: 8 | 4, groupSize = bits === 8 ? Infinity : 32, opts: QuantizeWeightOptions = {}): Promise<{ q: Tensor; scale: Tensor }> {
   const [O, I] = w.shape as [number, number];
-  const data = (await w.float().contiguous().data()) as ArrayLike<number>;
-  const roundEven = (v: number) => {
-    const r = Math.round(v);
-    return Math.abs(v - Math.trunc(v)) === 0.5 && r % 2 !== 0 ? r - 1 : r;
-  };
-  if (bits === 8) {
-    // groupSize >= in_features (the default for int8) means one scale per output channel
-    const gs8 = Math.min(groupSize, I);
-    if (I % gs8 !== 0) throw new RangeError(`quantize: in_features ${I} is not a multiple of groupSize ${gs8}`);
-    const G = I / gs8;
-    const q = new Int8Array(O * I);
-    const s = new Float32Array(O * G);
-    for (let o = 0; o < O; o++)
-      for (let g = 0; g < G; g++) {
-        const base = o * I + g * gs8;
-        let m = 0;
-        for (let j = 0; j < gs8; j++) m = Math.max(m, Math.abs(data[base + j]!));
-        const scale = Math.fround(m / 127) || 1;
-        s[o * G + g] = scale;
-        for (let j = 0; j < gs8; j++) q[base + j] = Math.max(-127, Math.min(127, roundEven(data[base + j]! / scale)));
-      }
-    return { q: torch.tensor(q, { dtype: "int8", device: w.device }).reshape(O, I), scale: torch.tensor(s, { device: w.device }).reshape(O, G) };
-  }
-  if (I % groupSize !== 0 || groupSize % 2 !== 0) throw new RangeError(`quantize: in_features ${I} is not a multiple of groupSize ${groupSize}`);
-  const G = I / groupSize;
-  const packed = new Uint8Array((O * I) / 2);
+  const data = Float64Array.from((await w.float().contiguous().data()) as ArrayLike<number>);
+  // groupSize >= in_features (the default for int8) means one scale per output channel
+  const gs = bits === 8 ? Math.min(groupSize, I) : groupSize;
+  if (I % gs !== 0 || (bits === 4 && gs % 2 !== 0)) throw new RangeError(`quantize: in_features ${I} is not a multiple of groupSize ${gs}`);
+  const G = I / gs;
   const s = new Float32Array(O * G);
   for (let o = 0; o < O; o++)
     for (let g = 0; g < G; g++) {
-      // llama.cpp's q4_0 rule: the largest-magnitude value (with its sign) maps to -8 exactly,
-      // so all 16 levels are used
-      let mx = 0;
-      const base = o * I + g * groupSize;
-      for (let j = 0; j < groupSize; j++) if (Math.abs(data[base + j]!) > Math.abs(mx)) mx = data[base + j]!;
-      const scale = Math.fround(mx / -8) || 1;
-      s[o * G + g] = scale;
-      for (let j = 0; j < groupSize; j++) {
-        const v = Math.max(-8, Math.min(7, roundEven(data[base + j]! / scale))) + 8;
-        const idx = base + j;
-        packed[idx >> 1] |= (idx & 1) === 0 ? v : v << 4;
+      const base = o * I + g * gs;
+      if (bits === 8) {
+        let m = 0;
+        for (let j = 0; j < gs; j++) m = Math.max(m, Math.abs(data[base + j]!));
+        s[o * G + g] = Math.fround(m / 127) || 1;
+      } else {
+        // q4_0: the largest-magnitude value (with its sign) maps to -8 exactly, so all 16 levels are used
+        let mx = 0;
+        for (let j = 0; j < gs; j++) if (Math.abs(data[base + j]!) > Math.abs(mx)) mx = data[base + j]!;
+        s[o * G + g] = Math.fround(mx / -8) || 1;
       }
     }
-  return {
-    q: torch.tensor(packed, { dtype: "uint8", device: w.device }).reshape(O, I / 2),
-    scale: torch.tensor(s, { device: w.device }).reshape(O, G),
+  const [lo, hi] = bits === 8 ? [-127, 127] : [-8, 7];
+  const levels = new Int8Array(O * I);
+  const round = (o: number, i: number, v: number): number => {
+    const scale = s[o * G + Math.floor(i / gs)]!;
+    const l = Math.max(lo, Math.min(hi, roundEven(v / scale)));
+    levels[o * I + i] = l;
+    return l * scale;
   };
+  if (opts.hessian) {
+    if (opts.hessian.length !== I * I) throw new RangeError(`quantize: the Hessian has ${opts.hessian.length} entries, expected ${I}x${I}`);
+    gptqRound(data, O, I, opts.hessian, opts.dampPercent ?? 0.01, round, opts.actOrder ?? true);
+  } else for (let o = 0; o < O; o++) for (let i = 0; i < I; i++) round(o, i, data[o * I + i]!);
+  const scale = torch.tensor(s, { device: w.device }).reshape(O, G);
+  if (bits === 8) return { q: torch.tensor(levels, { dtype: "int8", device: w.device }).reshape(O, I), scale };
+  const packed = new Uint8Array((O * I) / 2);
+  for (let idx = 0; idx < O * I; idx++) packed[idx >> 1] |= (idx & 1) === 0 ? levels[idx]! + 8 : (levels[idx]! + 8) << 4;
+  return { q: torch.tensor(packed, { dtype: "uint8", device: w.device }).reshape(O, I / 2), scale };
 }
 
 /** Replace the model's Linear (and Conv1D) layers by Int8Linear / Int4Linear, in place. */
@@ -135,13 +156,41 @@ export async function quantize<M extends InstanceType<typeof nn.Module>>(model: 
       if (!opts.includeLmHead && /(^|\.)lm_head$/.test(full)) continue;
       targets.push([parent, name, child, full]);
     }
-  for (const [parent, name, layer] of targets) {
+  const calib = opts.calibration === undefined ? null : opts.calibration instanceof torch.Tensor ? opts.calibration : torch.tensor(opts.calibration);
+  if (calib && calib.dim() !== 2) throw new RangeError(`quantize: calibration must be input ids [batch, seq], got shape [${calib.shape.join(", ")}]`);
+  for (const [parent, name, layer, full] of targets) {
     const weight = layer instanceof Conv1D ? layer.weight.t() : layer.weight; // [out, in]
     const bias = layer.bias ? torch.noGrad(() => layer.bias!.detach()) : null;
-    const { q, scale } = await quantizeWeight(weight, opts.bits, gs);
+    const hessian = calib ? await layerHessian(model, layer, full, calib) : undefined;
+    const { q, scale } = await quantizeWeight(weight, opts.bits, gs, { hessian, dampPercent: opts.dampPercent, actOrder: opts.actOrder });
     const dt = weight.dtype;
     const m = opts.bits === 8 ? new Int8Linear(q, scale.to(dt), bias, act) : new Int4Linear(q, scale.to(dt), bias, weight.shape[1]!, gs);
     parent.addModule(name, m);
   }
   return model;
+}
+
+/** Runs the calibration batch up to `layer` (the layers before it already quantized) and returns H of its input. */
+async function layerHessian(model: InstanceType<typeof nn.Module>, layer: Linear | Conv1D, name: string, ids: Tensor): Promise<Float64Array> {
+  const stop = Symbol("captured");
+  let seen: Tensor | null = null;
+  const own = Object.getOwnPropertyDescriptor(layer, "forward");
+  layer.forward = (x: Tensor): Tensor => {
+    seen = x.detach().contiguous();
+    throw stop; // the rest of the model is not needed for this layer
+  };
+  try {
+    torch.noGrad(() => (model as unknown as { forward(ids: Tensor): unknown }).forward(ids));
+  } catch (e) {
+    if (e !== stop) throw e;
+  } finally {
+    if (own) Object.defineProperty(layer, "forward", own);
+    else delete (layer as { forward?: unknown }).forward;
+  }
+  if (!seen) throw new Error(`quantize: the calibration forward never reached ${name}, so GPTQ has no inputs for it`);
+  const x: Tensor = seen;
+  const I = x.shape[x.dim() - 1]!;
+  const acc = new HessianAccumulator(I);
+  acc.add((await x.float().data()) as ArrayLike<number>, x.numel() / I);
+  return acc.h;
 }
