@@ -294,4 +294,8 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
     }
     if (freeIntermediates) for (const q of plan.lastUses[ki]!) sts[q]!.release(pends[q]!);
   }
+  // old values moved aside for pending readers (Storage.moveOut) go once those readers ran;
+  // consumers first, so an orphan read only by a dropped orphan goes too
+  for (let j = sts.length - 1; j >= 0; j--) sts[j]!.dropIfUnread();
+  for (const p of pends) for (const v of p.inputs) v.storage.dropIfUnread();
 }

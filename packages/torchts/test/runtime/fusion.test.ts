@@ -164,3 +164,28 @@ test("fused: a training step's flush keeps what backward saved and the loss, so 
     });
   }
 });
+
+test("fused: values a scope disposed while still pending are freed by the flush that ran their readers", async () => {
+  // generate()'s decode shape: each step runs in torch.scope and reads one value after it
+  torch.manualSeed(0);
+  const W = torch.randn(64, 64), cache = torch.randn(1, 4, 32, 16);
+  const live: number[] = [];
+  await torch.withEagerMode("fused", async () => {
+    let x = torch.randn(1, 64);
+    for (let step = 0; step < 6; step++) {
+      const next = torch.scope(() => {
+        const h = x.matmul(W).relu(); // a matmul output read by a fused elementwise chain
+        const kv = torch.cat([cache, h.reshape(1, 4, 1, 16)], 2); // a cat read by a later kernel
+        return kv.sum(2).reshape(1, 64).tanh();
+      });
+      const total = next.sum();
+      await total.item(); // the host read flushes after the scope disposed h and kv
+      total.dispose();
+      x.dispose();
+      x = next;
+      live.push(torch.memory.stats().liveBytes);
+    }
+  });
+  // the first step may allocate what later ones reuse; after it nothing accumulates
+  assert.deepEqual(live.slice(2), live.slice(1, -1), `live bytes per step: ${live.join(", ")}`);
+});
