@@ -22,6 +22,9 @@ export interface Pending {
   callSite?: string;
 }
 
+/** Dtypes whose host array type holds only valid values (float16 lives in float32, int64 in float64, bool in uint8). */
+const EXACT_HOST: ReadonlySet<DType> = new Set<DType>(["float32", "float64", "int32", "int8", "uint8"]);
+
 /** Every storage that became pending (fused mode); flushAll and the size bound walk it. */
 export const pendingSet = new Set<WeakRef<Storage>>();
 
@@ -189,7 +192,14 @@ export class Storage {
   static fromHost(device: DevicePlugin, dtype: DType, data: ArrayLike<number>): Storage {
     const s = new Storage(device, dtype, data.length);
     const b = s.allocate();
-    const arr = new (hostArrayCtor(dtype))(data.length);
+    const ctor = hostArrayCtor(dtype);
+    // a typed array already holding exactly the dtype's values is written as it is (a quantized
+    // model's int8 weights, a float32 checkpoint): no per-element cast
+    if (data instanceof ctor && EXACT_HOST.has(dtype)) {
+      device.write(b, data);
+      return s;
+    }
+    const arr = new ctor(data.length);
     for (let i = 0; i < data.length; i++) arr[i] = castScalar(data[i]!, dtype);
     device.write(b, arr);
     return s;

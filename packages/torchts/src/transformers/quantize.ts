@@ -90,10 +90,38 @@ export interface QuantizeWeightOptions {
   actOrder?: boolean;
 }
 
+/** torch.round: halves to even (Math.round sends every half up, so r - v === 0.5 marks a tie). */
 const roundEven = (v: number): number => {
   const r = Math.round(v);
-  return Math.abs(v - Math.trunc(v)) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+  return r - v === 0.5 && (r & 1) !== 0 ? r - 1 : r;
 };
+
+/**
+ * One scale per group of gs consecutive weights: int8 absmax / 127; int4 llama.cpp's q4_0 rule,
+ * the largest-magnitude value (with its sign) maps to -8 exactly, so all 16 levels are used.
+ */
+function groupScales(w: Float32Array, groups: number, gs: number, bits: 8 | 4): Float32Array {
+  const s = new Float32Array(groups);
+  for (let g = 0, i = 0; g < groups; g++) {
+    let mx = 0;
+    for (const end = i + gs; i < end; i++) if (Math.abs(w[i]!) > Math.abs(mx)) mx = w[i]!;
+    s[g] = Math.fround(bits === 8 ? Math.abs(mx) / 127 : mx / -8) || 1;
+  }
+  return s;
+}
+
+/** levels[i] = clamp(roundEven(w[i] / scale of i's group), lo, hi); groups of gs along each row. */
+function roundToNearest(w: Float32Array, scales: Float32Array, levels: Int8Array, gs: number, lo: number, hi: number): void {
+  for (let g = 0, i = 0; g < scales.length; g++) {
+    const inv = scales[g]!;
+    for (const end = i + gs; i < end; i++) {
+      const v = w[i]! / inv;
+      let r = Math.round(v);
+      if (r - v === 0.5 && (r & 1) !== 0) r -= 1;
+      levels[i] = r < lo ? lo : r > hi ? hi : r;
+    }
+  }
+}
 
 /**
  * Quantize a float weight [out, in] (host math in float64, rounding half to even like torch.round).
@@ -102,26 +130,14 @@ const roundEven = (v: number): number => {
  */
 export async function quantizeWeight(w: Tensor, bits: 8 | 4, groupSize = bits === 8 ? Infinity : 32, opts: QuantizeWeightOptions = {}): Promise<{ q: Tensor; scale: Tensor }> {
   const [O, I] = w.shape as [number, number];
-  const data = Float64Array.from((await w.float().contiguous().data()) as ArrayLike<number>);
+  const host = (await w.float().contiguous().data()) as Float32Array;
+  // GPTQ updates the weights it has not rounded yet: a float64 copy; round-to-nearest reads them as they are
+  const data: Float64Array | Float32Array = opts.hessian ? Float64Array.from(host) : host;
   // groupSize >= in_features (the default for int8) means one scale per output channel
   const gs = bits === 8 ? Math.min(groupSize, I) : groupSize;
   if (I % gs !== 0 || (bits === 4 && gs % 2 !== 0)) throw new RangeError(`quantize: in_features ${I} is not a multiple of groupSize ${gs}`);
   const G = I / gs;
-  const s = new Float32Array(O * G);
-  for (let o = 0; o < O; o++)
-    for (let g = 0; g < G; g++) {
-      const base = o * I + g * gs;
-      if (bits === 8) {
-        let m = 0;
-        for (let j = 0; j < gs; j++) m = Math.max(m, Math.abs(data[base + j]!));
-        s[o * G + g] = Math.fround(m / 127) || 1;
-      } else {
-        // q4_0: the largest-magnitude value (with its sign) maps to -8 exactly, so all 16 levels are used
-        let mx = 0;
-        for (let j = 0; j < gs; j++) if (Math.abs(data[base + j]!) > Math.abs(mx)) mx = data[base + j]!;
-        s[o * G + g] = Math.fround(mx / -8) || 1;
-      }
-    }
+  const s = groupScales(host, O * G, gs, bits);
   const [lo, hi] = bits === 8 ? [-127, 127] : [-8, 7];
   const levels = new Int8Array(O * I);
   const round = (o: number, i: number, v: number): number => {
@@ -132,8 +148,8 @@ export async function quantizeWeight(w: Tensor, bits: 8 | 4, groupSize = bits ==
   };
   if (opts.hessian) {
     if (opts.hessian.length !== I * I) throw new RangeError(`quantize: the Hessian has ${opts.hessian.length} entries, expected ${I}x${I}`);
-    gptqRound(data, O, I, opts.hessian, opts.dampPercent ?? 0.01, round, opts.actOrder ?? true);
-  } else for (let o = 0; o < O; o++) for (let i = 0; i < I; i++) round(o, i, data[o * I + i]!);
+    gptqRound(data as Float64Array, O, I, opts.hessian, opts.dampPercent ?? 0.01, round, opts.actOrder ?? true);
+  } else roundToNearest(host, s, levels, gs, lo, hi);
   const scale = torch.tensor(s, { device: w.device }).reshape(O, G);
   if (bits === 8) return { q: torch.tensor(levels, { dtype: "int8", device: w.device }).reshape(O, I), scale };
   const packed = new Uint8Array((O * I) / 2);
