@@ -8,6 +8,8 @@
 // block reuse the same compiled kernels.
 // The block pool (`numBlocks` blocks per sequence, allocated up front) is what a paged
 // allocator in a serving engine would own and hand out; `blockTable` maps logical to physical blocks.
+// A decode step hands attention the completed blocks and the tail as two segments
+// (`updateSegments`), so nothing of the context's size is copied per step.
 import * as torch from "../index.js";
 import type { Tensor, DType } from "../index.js";
 
@@ -73,6 +75,18 @@ export class KVCache {
    * decode step select its slot on the device instead of from the host number.
    */
   update(layer: number, k: Tensor, v: Tensor, cachePosition?: Tensor): [Tensor, Tensor] {
+    const { keys, values } = this.updateSegments(layer, k, v, cachePosition);
+    if (keys.length === 1) return [keys[0]!, values[0]!];
+    return torch.noGrad(() => [torch.cat(keys, 2), torch.cat(values, 2)] as [Tensor, Tensor]);
+  }
+
+  /**
+   * `update`, but the keys and values to attend over come as one tensor or, in a decode step
+   * past the first block, as two along the sequence: the completed blocks (a view of the big
+   * buffer) and the tail. `segmentedAttention` reads both in place instead of concatenating
+   * them, which would copy the whole context of every layer at every step.
+   */
+  updateSegments(layer: number, k: Tensor, v: Tensor, cachePosition?: Tensor): { keys: Tensor[]; values: Tensor[] } {
     const L = k.shape[2]!;
     const start = this.length;
     if (start + L > this.capacity)
@@ -88,8 +102,8 @@ export class KVCache {
         const at = cachePosition ? this.slotMaskAt(cachePosition) : this.slotMask(start - this.tailStart);
         kt.copy_(torch.where(at, k, kt));
         vt.copy_(torch.where(at, v, vt));
-        if (this.tailStart === 0) return [kt, vt] as [Tensor, Tensor];
-        return [torch.cat([kb.narrow(2, 0, this.tailStart), kt], 2), torch.cat([vb.narrow(2, 0, this.tailStart), vt], 2)] as [Tensor, Tensor];
+        if (this.tailStart === 0) return { keys: [kt], values: [vt] };
+        return { keys: [kb.narrow(2, 0, this.tailStart), kt], values: [vb.narrow(2, 0, this.tailStart), vt] };
       }
       // Several positions (prefill): land the tail and the new positions in the big buffer, then
       // load the block that holds position start + L into the tail.
@@ -104,7 +118,7 @@ export class KVCache {
         kt.copy_(kb.narrow(2, next, bs));
         vt.copy_(vb.narrow(2, next, bs));
       }
-      return [kb.narrow(2, 0, n), vb.narrow(2, 0, n)] as [Tensor, Tensor];
+      return { keys: [kb.narrow(2, 0, n)], values: [vb.narrow(2, 0, n)] };
     });
   }
 

@@ -74,20 +74,36 @@ interface Attrs {
   mask: boolean;
   /** output the probabilities [B, Hq, L, S] instead of [B, Hq, L, Ev] (backward) */
   probs?: boolean;
+  /**
+   * Keys come in two segments: k, v hold keys [0, split) and two more inputs after the mask,
+   * k2 [B, Hk, S - split, E] and v2, hold the rest (a KV cache's completed blocks and its tail,
+   * attended without concatenating them).
+   */
+  split?: number;
 }
 
 /** The attrs, inputs and sizes of an attention node: q [B, Hq, L, E], k [B, Hk, S, E], v [B, Hk, S, Ev]. */
 function attentionDims(n: IRNode<"composite">) {
   const attrs = n.params.attrs as unknown as Attrs;
-  const [qv, kv, vv, mv] = n.inputs;
+  const [qv, kv, vv] = n.inputs;
+  const mv = attrs.mask ? n.inputs[3] : undefined;
+  const seg2 = attrs.split !== undefined ? (attrs.mask ? 4 : 3) : -1; // input index of k2 (v2 follows)
   const [B, Hq, L, E] = qv!.shape as [number, number, number, number];
-  const [, Hk, S] = kv!.shape as [number, number, number, number];
-  return { ...attrs, probs: attrs.probs ?? false, qv: qv!, kv: kv!, vv: vv!, mv, B, Hq, L, E, Hk, S, Ev: vv!.shape[3]!, nrep: Hq / Hk };
+  const [, Hk, S1] = kv!.shape as [number, number, number, number];
+  const S = seg2 < 0 ? S1 : S1 + n.inputs[seg2]!.shape[2]!;
+  return {
+    ...attrs, probs: attrs.probs ?? false, qv: qv!, kv: kv!, vv: vv!, mv, seg2, k2v: seg2 < 0 ? undefined : n.inputs[seg2]!,
+    v2v: seg2 < 0 ? undefined : n.inputs[seg2 + 1]!, split: seg2 < 0 ? S : S1, B, Hq, L, E, Hk, S, Ev: vv!.shape[3]!, nrep: Hq / Hk,
+  };
 }
 
 export function attentionKernel(n: IRNode<"composite">): Kernel {
-  const { causal, scale, mask: hasMask, probs, qv, kv, vv, mv, B, Hq, L, E, Hk, S, Ev, nrep } = attentionDims(n);
+  const { causal, scale, mask: hasMask, probs, qv, kv, vv, mv, seg2, k2v, v2v, split, B, Hq, L, E, Hk, S, Ev, nrep } = attentionDims(n);
   const Ep = up4(E), Evp = up4(Ev), Sp = up4(S);
+  // key blocks must not straddle the segments: the largest of 64, 32, ..., 4 dividing split
+  let bcKeys = BC;
+  while (split < S && split % bcKeys !== 0 && bcKeys > 4) bcKeys /= 2;
+  if (split < S && split % bcKeys !== 0) throw new Error(`attention: a key segment of ${split} keys is not a multiple of 4`);
   const W = probs ? S : Ev, Wp = probs ? Sp : Evp; // output row width
   const R = nrep * L;
   const QB = Math.min(QB_MAX, R + (R & 1));
@@ -102,10 +118,12 @@ export function attentionKernel(n: IRNode<"composite">): Kernel {
     const k = operand(rt, ins[1]!, offs[1]!, kv.shape, kv.strides, Ep, T > 1);
     const v = operand(rt, ins[2]!, offs[2]!, vv.shape, vv.strides, Evp, T > 1);
     const m = hasMask ? operand(rt, ins[3]!, offs[3]!, mv!.shape, mv!.strides, S) : null;
+    const k2 = k2v ? operand(rt, ins[seg2]!, offs[seg2]!, k2v.shape, k2v.strides, Ep, T > 1) : null;
+    const v2 = v2v ? operand(rt, ins[seg2 + 1]!, offs[seg2 + 1]!, v2v.shape, v2v.strides, Evp, T > 1) : null;
     const direct = inArena(rt, O) && Wp === W;
     const outPtr = direct ? (O as Float32Array).byteOffset : rt.arena.alloc(B * Hq * L * Wp * 4);
     const slots = Math.min(units, rt.pool.threads * CHUNKS_PER_THREAD + 1);
-    const slotBytes = attnSlotBytes(QB, BC, Evp);
+    const slotBytes = attnSlotBytes(QB, bcKeys, Evp);
     const prm = rt.arena.alloc(ATTN_PARAM_BYTES);
     const scratch = rt.arena.alloc(slots * slotBytes);
     try {
@@ -118,7 +136,11 @@ export function attentionKernel(n: IRNode<"composite">): Kernel {
       set(AP.vsb, v.st[0]); set(AP.vsh, v.st[1]); set(AP.vss, v.st[2]);
       set(AP.msb, m ? m.st[0] : 0); set(AP.msh, m ? m.st[1] : 0); set(AP.msl, m ? m.st[2] : 0);
       set(AP.causal, causal ? 1 : 0); set(AP.slot, 0); set(AP.scratch, scratch); set(AP.slotBytes, slotBytes);
-      set(AP.T, T); set(AP.QB, QB); set(AP.BC, BC); set(AP.slots, slots);
+      set(AP.T, T); set(AP.QB, QB); set(AP.BC, bcKeys); set(AP.slots, slots);
+      const [s2k, s2v] = [k2 ?? k, v2 ?? v];
+      set(AP.split, split); set(AP.k2, s2k.ptr); set(AP.v2, s2v.ptr);
+      set(AP.ksb2, s2k.st[0]); set(AP.ksh2, s2k.st[1]); set(AP.kss2, s2k.st[2]);
+      set(AP.vsb2, s2v.st[0]); set(AP.vsh2, s2v.st[1]); set(AP.vss2, s2v.st[2]);
       set(AP.probs, probs ? 1 : 0); set(AP.outRow, Wp * 4);
       rt.view(Float32Array, prm + AP.scale, 1)[0] = scale;
       rt.pool.run(rt.fn.attn_fwd!, units, [prm], 1, minUnits);
@@ -132,16 +154,25 @@ export function attentionKernel(n: IRNode<"composite">): Kernel {
       rt.arena.release(scratch);
       rt.arena.release(prm);
       if (!direct) rt.arena.release(outPtr);
-      for (const o of [q, k, v, m]) if (o?.scratch) rt.arena.release(o.ptr);
+      for (const o of [q, k, v, m, k2, v2]) if (o?.scratch) rt.arena.release(o.ptr);
     }
   };
 }
 
 /** The same computation in plain JS (TORCHTS_CPU_BACKEND=js): float64 scores, one row at a time. */
 function attentionJs(n: IRNode<"composite">, O: Arr, ins: Arr[], offs: number[]): void {
-  const { causal, scale, mask: hasMask, probs, qv, kv, vv, mv, B, Hq, L, E, S, Ev, nrep } = attentionDims(n);
-  const [Q, K, V, M] = ins as [Arr, Arr, Arr, Arr | undefined];
-  const qs = qv.strides, ks = kv.strides, vs = vv.strides, ms = mv?.strides;
+  const { causal, scale, mask: hasMask, probs, qv, kv, vv, mv, seg2, k2v, v2v, split, B, Hq, L, E, S, Ev, nrep } = attentionDims(n);
+  const [Q, K1, V1] = ins as [Arr, Arr, Arr];
+  const M = hasMask ? ins[3] : undefined;
+  const qs = qv.strides, ms = mv?.strides;
+  // key j of segment 1 or 2: its array, offset of key 0 of that numbering, strides
+  const seg = (j: number, which: 0 | 1) => {
+    const two = j >= split;
+    const view = which === 0 ? (two ? k2v! : kv) : two ? v2v! : vv;
+    const at = two ? seg2 + which : 1 + which;
+    return { A: ins[at]!, st: view.strides, o: offs[at]! - (two ? split * view.strides[2]! : 0) };
+  };
+  const [K, V] = [K1, V1];
   const p = new Float64Array(S);
   const acc = new Float64Array(Ev);
   for (let b = 0; b < B; b++)
@@ -156,9 +187,10 @@ function attentionJs(n: IRNode<"composite">, O: Arr, ins: Arr[], offs: number[])
             p[j] = -Infinity;
             continue;
           }
-          const ko = offs[1]! + b * ks[0]! + hk * ks[1]! + j * ks[2]!;
+          const { A: Kj, st: ks, o } = j < split ? { A: K, st: kv.strides, o: offs[1]! } : seg(j, 0);
+          const ko = o + b * ks[0]! + hk * ks[1]! + j * ks[2]!;
           let s = 0;
-          for (let e = 0; e < E; e++) s += Q[qo + e * qs[3]!]! * K[ko + e * ks[3]!]!;
+          for (let e = 0; e < E; e++) s += Q[qo + e * qs[3]!]! * Kj[ko + e * ks[3]!]!;
           s = Math.fround(s * scale);
           if (hasMask) s += M![offs[3]! + b * ms![0]! + h * ms![1]! + l * ms![2]! + j * ms![3]!]!;
           p[j] = s;
@@ -174,8 +206,9 @@ function attentionJs(n: IRNode<"composite">, O: Arr, ins: Arr[], offs: number[])
         acc.fill(0);
         for (let j = 0; j < S; j++) {
           const w = p[j]! / sum;
-          const vo = offs[2]! + b * vs[0]! + hk * vs[1]! + j * vs[2]!;
-          for (let e = 0; e < Ev; e++) acc[e] += w * V[vo + e * vs[3]!]!;
+          const { A: Vj, st: vs, o } = j < split ? { A: V, st: vv.strides, o: offs[2]! } : seg(j, 1);
+          const vo = o + b * vs[0]! + hk * vs[1]! + j * vs[2]!;
+          for (let e = 0; e < Ev; e++) acc[e] += w * Vj[vo + e * vs[3]!]!;
         }
         const oo = ((b * Hq + h) * L + l) * Ev;
         for (let e = 0; e < Ev; e++) O[oo + e] = acc[e]!;

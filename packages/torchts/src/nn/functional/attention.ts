@@ -68,13 +68,38 @@ export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, opts:
 }
 
 /**
+ * scaledDotProductAttention(q, cat(k, -2), cat(v, -2), opts) for keys and values given as two
+ * segments along the sequence (a KV cache's completed blocks and the block being filled). Where
+ * the device's attention kernel reads both segments in place (cpu, float32, no gradient needed)
+ * nothing is concatenated: a decode step then copies no O(context) keys per layer.
+ */
+export function segmentedAttention(q: Tensor, k: readonly [Tensor, Tensor], v: readonly [Tensor, Tensor], opts: SdpaOpts = {}): Tensor {
+  return withOp("scaled_dot_product_attention", () => {
+    const needsGrad = isGradEnabled() && [q, ...k, ...v].some((t) => t.requiresGrad);
+    if (!needsGrad && !opts.isCausal) {
+      const out = fusedAttention(q, k[0], v[0], opts, [k[1], v[1]]);
+      if (out) return out;
+    }
+    return scaledDotProductAttention(q, S.cat([...k], -2), S.cat([...v], -2), opts);
+  });
+}
+
+/**
  * The `attention` composite (a fused kernel on devices that override it) for float32 3-d/4-d
  * inputs without dropout; null when the device decomposes or the case is not covered (a mask
  * that needs a gradient, broadcast query batch, 5-d inputs...), so the caller decomposes.
  * Key/value heads may be fewer (GQA: query head h reads kv head h / (Hq / Hk)) or broadcast.
  */
-function fusedAttention(q: Tensor, k: Tensor, v: Tensor, opts: SdpaOpts): Tensor | null {
+function fusedAttention(q: Tensor, k: Tensor, v: Tensor, opts: SdpaOpts, seg?: readonly [Tensor, Tensor]): Tensor | null {
   if (!q._storage.device.overrides.has("attention")) return null;
+  // a second key segment (segmentedAttention): same layout as the first but for its length;
+  // blocks of the kernel's key loop must fit the first segment, so its length is a multiple of 4
+  if (seg) {
+    const [k2, v2] = seg;
+    if (k2.dtype !== "float32" || v2.dtype !== "float32" || k2.ndim !== 4 || v2.ndim !== 4 || k.ndim !== 4 || v.ndim !== 4) return null;
+    if (k.shape[2]! % 4 !== 0 || k2.shape[2] !== v2.shape[2]) return null;
+    for (const d of [0, 1, 3]) if (k2.shape[d] !== k.shape[d] || v2.shape[d] !== v.shape[d]) return null;
+  }
   if (q.dtype !== "float32" || k.dtype !== "float32" || v.dtype !== "float32") return null;
   if (opts.dropoutP && opts.dropoutP > 0) return null;
   const nd = q.ndim;
@@ -85,7 +110,8 @@ function fusedAttention(q: Tensor, k: Tensor, v: Tensor, opts: SdpaOpts): Tensor
   let k4 = nd === 3 ? S.unsqueeze(k, 0) : k;
   let v4 = nd === 3 ? S.unsqueeze(v, 0) : v;
   const [B, Hq, L, E] = q4.shape as [number, number, number, number];
-  const Sk = k4.shape[2]!;
+  const S1 = k4.shape[2]!;
+  const Sk = S1 + (seg ? seg[0].shape[2]! : 0);
   const Ev = v4.shape[3]!;
   if (B * Hq * L * E * Sk * Ev === 0) return null;
   for (const t of [k4, v4]) if (t.shape[0] !== B && t.shape[0] !== 1) return null;
@@ -98,8 +124,8 @@ function fusedAttention(q: Tensor, k: Tensor, v: Tensor, opts: SdpaOpts): Tensor
     if (Hk !== 1) return null;
     Hk = Hq; // a single broadcast kv head
   }
-  k4 = S.expand(k4, B, Hk, Sk, E);
-  v4 = S.expand(v4, B, Hk, Sk, Ev);
+  k4 = S.expand(k4, B, Hk, S1, E);
+  v4 = S.expand(v4, B, Hk, S1, Ev);
   let mask: Tensor | null = null;
   if (m0) {
     const mf = m0.dtype === "bool" ? M.where(m0, 0, -Infinity) : m0;
@@ -111,6 +137,12 @@ function fusedAttention(q: Tensor, k: Tensor, v: Tensor, opts: SdpaOpts): Tensor
   }
   const scale = opts.scale ?? 1 / Math.sqrt(E);
   const causal = !!opts.isCausal;
+  if (seg) {
+    const S2 = Sk - S1;
+    const more = [S.expand(seg[0], B, Hk, S2, E), S.expand(seg[1], B, Hk, S2, Ev)];
+    const ins = mask ? [q4, k4, v4, mask, ...more] : [q4, k4, v4, ...more];
+    return compositePrim("attention", { causal, scale, mask: mask !== null, split: S1 }, ins, [B, Hq, L, Ev], "float32"); // no gradient (checked by the caller)
+  }
   const attrs = { causal, scale, mask: mask !== null };
   const out = compositePrim("attention", attrs, mask ? [q4, k4, v4, mask] : [q4, k4, v4], [B, Hq, L, Ev], "float32");
   if (!out) return null;

@@ -9,6 +9,7 @@ import {
   type CausalLMOutput, type ForwardOptions, type InitOpts,
 } from "../modeling_utils.js";
 import type { KVCache } from "../kv_cache.js";
+import { segmentedAttention } from "../../nn/functional/attention.js";
 const { nn } = torch;
 const F = nn.functional;
 
@@ -57,9 +58,9 @@ class LlamaAttention extends nn.Module {
     k = k.transpose(1, 2); // [B, nkv, L, hd]
     q = applyRope(q, rope);
     k = applyRope(k, rope);
-    let v = v0;
-    if (cache) [k, v] = cache.update(this.layerIdx, k, v, cachePos); // [B, nkv, S, hd]
-    return this.o_proj.forward(attend(q, k, v, mask, this.hd ** -0.5).transpose(1, 2).reshape(B, L, this.nh * this.hd));
+    // [B, nkv, S, hd] in one or two segments along S (a KV cache's completed blocks and tail)
+    const { keys, values } = cache ? cache.updateSegments(this.layerIdx, k, v0, cachePos) : { keys: [k], values: [v0] };
+    return this.o_proj.forward(attend(q, keys, values, mask, this.hd ** -0.5).transpose(1, 2).reshape(B, L, this.nh * this.hd));
   }
 }
 
@@ -69,8 +70,13 @@ class LlamaAttention extends nn.Module {
  * scaled_dot_product_attention (a single kernel on cpu). Other dtypes keep transformers' float32
  * softmax: the nrep query heads of a group are stacked as rows [B, nkv, nrep * L, hd] (a view).
  */
-function attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: number): Tensor {
-  if (q.dtype === "float32") return F.scaledDotProductAttention(q, k, v, { attnMask: mask, scale, enableGqa: true });
+function attend(q: Tensor, keys: Tensor[], values: Tensor[], mask: Tensor, scale: number): Tensor {
+  if (q.dtype === "float32") {
+    const opts = { attnMask: mask, scale, enableGqa: true };
+    if (keys.length === 2) return segmentedAttention(q, [keys[0]!, keys[1]!], [values[0]!, values[1]!], opts);
+    return F.scaledDotProductAttention(q, keys[0]!, values[0]!, opts);
+  }
+  const [k, v] = keys.length === 1 ? [keys[0]!, values[0]!] : [torch.cat(keys, 2), torch.cat(values, 2)];
   const [B, nh, L, hd] = q.shape as [number, number, number, number];
   const [nkv, S] = [k.shape[1]!, k.shape[2]!];
   const nrep = nh / nkv;

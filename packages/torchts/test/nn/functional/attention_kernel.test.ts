@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import * as torch from "../../../src/index.js";
 import type { Tensor } from "../../../src/index.js";
 import { CPU_COMPOSITES } from "../../../src/device/cpu/composites.js";
+import { segmentedAttention } from "../../../src/nn/functional/attention.js";
 
 const F = torch.nn.functional;
 type Opts = Parameters<typeof F.scaledDotProductAttention>[3];
@@ -260,4 +261,40 @@ test("operands outside the wasm memory are staged", async () => {
   }
   await check("plain arrays", q, k, v, { attnMask: m });
   await check("plain arrays, causal, strided", q, k.transpose(2, 3).transpose(2, 3), v, { isCausal: true });
+});
+
+test("two key segments (a KV cache's blocks and tail) match attention over their concatenation, in place", async () => {
+  torch.manualSeed(12);
+  // split lengths that are multiples of 64, 32, 8 and 4 (the kernel's key blocks shrink to fit);
+  // decode (L = 1) and several queries (tiles re-read keys); GQA; slices of a bigger cache
+  for (const [S1, S2, L, Hq, Hk] of [[64, 32, 1, 12, 4], [96, 32, 1, 4, 4], [40, 8, 3, 6, 2], [4, 9, 2, 2, 1], [128, 64, 17, 4, 2]] as const) {
+    const big = randn([1, Hk, 256, 16]), tail = randn([1, Hk, S2, 16]);
+    const vbig = randn([1, Hk, 256, 16]), vtail = randn([1, Hk, S2, 16]);
+    const k1 = big.narrow(2, 0, S1), v1 = vbig.narrow(2, 0, S1);
+    const q = randn([1, Hq, L, 16]);
+    const mask = randn([1, 1, L, S1 + S2]).gt(-1).logicalNot().float().mul(-1e9); // some keys hidden
+    const opts = { attnMask: mask, enableGqa: true, scale: 0.3 };
+    const want = await F.scaledDotProductAttention(q, torch.cat([k1, tail], 2), torch.cat([v1, vtail], 2), opts).data();
+    for (const mode of ["strict", "fused"] as const) {
+      const r0 = runs;
+      const got = await torch.withEagerMode(mode, () => torch.noGrad(() => segmentedAttention(q, [k1, tail], [v1, vtail], opts)).data());
+      assert.ok(runs > r0, `S1 ${S1}: the composite did not run`);
+      close(`S1 ${S1} S2 ${S2} L ${L} ${mode}`, got, want);
+    }
+    torch.backends.cpu.setBackend("js");
+    try {
+      close(`S1 ${S1} js`, await torch.noGrad(() => segmentedAttention(q, [k1, tail], [v1, vtail], opts)).data(), want);
+    } finally {
+      torch.backends.cpu.setBackend("auto");
+    }
+  }
+  // a first segment that is not a multiple of 4, or a gradient, takes the concatenation
+  const [q, k1, k2, v1, v2] = [randn([1, 2, 1, 8]), randn([1, 2, 6, 8]), randn([1, 2, 3, 8]), randn([1, 2, 6, 8]), randn([1, 2, 3, 8])];
+  const want = await F.scaledDotProductAttention(q, torch.cat([k1, k2], 2), torch.cat([v1, v2], 2)).data();
+  close("split 6", await segmentedAttention(q, [k1, k2], [v1, v2]).data(), want);
+  const qg = q.clone().requiresGrad_();
+  const y = segmentedAttention(qg, [k1, k2], [v1, v2]);
+  y.sum().backward();
+  assert.ok(qg.grad, "a query that requires grad gets one");
+  assert.throws(() => segmentedAttention(q, [k1, randn([1, 2, 3, 7])], [v1, v2]), /Sizes of tensors must match|same embedding dim/);
 });

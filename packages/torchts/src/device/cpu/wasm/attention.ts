@@ -16,8 +16,10 @@ export const AP = {
   qsb: 44, qsh: 48, qsl: 52, ksb: 56, ksh: 60, kss: 64, vsb: 68, vsh: 72, vss: 76, msb: 80, msh: 84, msl: 88,
   causal: 92, scale: 96, slot: 100, scratch: 104, slotBytes: 108, T: 112, QB: 116, BC: 120, slots: 124,
   probs: 128, outRow: 132,
+  // a second key/value segment (a KV cache's tail): keys [split, S) come from k2/v2
+  split: 136, k2: 140, v2: 144, ksb2: 148, ksh2: 152, kss2: 156, vsb2: 160, vsh2: 164, vss2: 168,
 } as const;
-export const ATTN_PARAM_BYTES = 144;
+export const ATTN_PARAM_BYTES = 176;
 
 /** Scratch bytes one call needs: row pointers/ends, max/sum, a QB x BC score block, a QB x Ev accumulator. */
 export function attnSlotBytes(QB: number, BC: number, Ev: number): number {
@@ -64,6 +66,10 @@ export function attentionFns(fma: boolean): Fn[] {
   const kp = [L32(), L32(), L32(), L32()];
   const ke = [L32(), L32(), L32(), L32()], qe0 = L32(), qe1 = L32(), E16 = L32(), kq = L32(), klast = L32();
   const vc = L32(), ev16 = L32(), vp = L32(), o0 = L32(), o1 = L32(), bcBytes = L32();
+  // the second segment, and the block's own segment: base pointers (key 0 of the segment's
+  // numbering shifted to key `split`) and row strides
+  const split = L32(), k2 = L32(), v2 = L32(), ksb2 = L32(), ksh2 = L32(), kss2 = L32(), vsb2 = L32(), vsh2 = L32(), vss2 = L32();
+  const kbase2 = L32(), vbase2 = L32(), kb = L32(), vb = L32(), ksB = L32(), vsB = L32();
   const acc = Array.from({ length: 8 }, () => f.local(V128));
   const x = f.local(V128), y = f.local(V128), z = f.local(V128), pa = f.local(V128), pb = f.local(V128);
   const mx = f.local(V128), sum = f.local(V128), mUseV = f.local(V128), alphaV = f.local(V128);
@@ -96,10 +102,10 @@ export function attentionFns(fma: boolean): Fn[] {
       // keys j0+c .. j0+c+3; past the last visible key, re-read that key (its score is hidden later)
       f.get(kq).set(kp[0]!);
       for (let xk = 1; xk < 4; xk++) {
-        f.get(kp[xk - 1]!).get(kss).op(OP.i32add).tee(kp[xk]!).get(klast);
+        f.get(kp[xk - 1]!).get(ksB).op(OP.i32add).tee(kp[xk]!).get(klast);
         f.get(kp[xk]!).get(klast).op(OP.i32ltu).op(OP.select).set(kp[xk]!);
       }
-      f.get(kq).get(kss).i32(2).op(OP.i32shl).op(OP.i32add).set(kq);
+      f.get(kq).get(ksB).i32(2).op(OP.i32shl).op(OP.i32add).set(kq);
       for (const a of two ? acc : acc.slice(0, 4)) f.f32x4(0).set(a);
       const dots = (nv: number) => {
         f.get(q0).get(e).op(OP.i32add).set(qe0);
@@ -133,6 +139,8 @@ export function attentionFns(fma: boolean): Fn[] {
     [AP.E, E4], [AP.Ev, Ev4], [AP.qsb, qsb], [AP.qsh, qsh], [AP.qsl, qsl], [AP.ksb, ksb], [AP.ksh, ksh], [AP.kss, kss],
     [AP.vsb, vsb], [AP.vsh, vsh], [AP.vss, vss], [AP.msb, msb], [AP.msh, msh], [AP.msl, msl], [AP.causal, causal],
     [AP.T, T], [AP.QB, QB], [AP.BC, BC], [AP.probs, probs], [AP.outRow, outRow],
+    [AP.split, split], [AP.k2, k2], [AP.v2, v2], [AP.ksb2, ksb2], [AP.ksh2, ksh2], [AP.kss2, kss2],
+    [AP.vsb2, vsb2], [AP.vsh2, vsh2], [AP.vss2, vss2],
   ] as const) ld(off, dst);
   f.get(E4).i32(2).op(OP.i32shl).set(E4); // bytes from here on
   f.get(Ev4).i32(2).op(OP.i32shl).set(Ev4);
@@ -171,6 +179,9 @@ export function attentionFns(fma: boolean): Fn[] {
     f.get(nr).i32(1).op(OP.i32add).i32(-2).op(OP.i32and).set(nr2);
     f.get(k).get(b).get(ksb).op(OP.i32mul).op(OP.i32add).get(hk).get(ksh).op(OP.i32mul).op(OP.i32add).set(kbase);
     f.get(v).get(b).get(vsb).op(OP.i32mul).op(OP.i32add).get(hk).get(vsh).op(OP.i32mul).op(OP.i32add).set(vbase);
+    // wraps below zero when split is large: i32 arithmetic is modular, key j >= split lands right
+    f.get(k2).get(b).get(ksb2).op(OP.i32mul).op(OP.i32add).get(hk).get(ksh2).op(OP.i32mul).op(OP.i32add).get(split).get(kss2).op(OP.i32mul).op(OP.i32sub).set(kbase2);
+    f.get(v2).get(b).get(vsb2).op(OP.i32mul).op(OP.i32add).get(hk).get(vsh2).op(OP.i32mul).op(OP.i32add).get(split).get(vss2).op(OP.i32mul).op(OP.i32sub).set(vbase2);
     f.i32(0).set(kend);
     // rows of the tile: pointers, visible key counts, fresh running state
     f.i32(0).set(i);
@@ -202,11 +213,18 @@ export function attentionFns(fma: boolean): Fn[] {
       f.get(oa).get(i).get(Ev4).op(OP.i32mul).op(OP.i32add).tee(p).get(Ev4).op(OP.i32add).set(end);
       f.forLt(p, end, 16, () => f.get(p).f32x4(0).v128store());
     });
-    f.get(kbase).get(kend).i32(1).op(OP.i32sub).get(kss).op(OP.i32mul).op(OP.i32add).set(klast);
     f.i32(0).set(j0);
     f.forLt(j0, kend, 0, () => {
       min(() => f.get(BC), () => f.get(kend).get(j0).op(OP.i32sub));
       f.set(bc);
+      // the block's segment (blocks never straddle `split`: the caller makes BC divide it)
+      f.get(j0).get(split).op(OP.i32ltu).op(OP.if, 0x40);
+      f.get(kbase).set(kb); f.get(vbase).set(vb); f.get(kss).set(ksB); f.get(vss).set(vsB);
+      f.op(OP.else);
+      f.get(kbase2).set(kb); f.get(vbase2).set(vb); f.get(kss2).set(ksB); f.get(vss2).set(vsB);
+      f.op(OP.end);
+      // the block's last key: past it the score loop re-reads it (their scores are hidden later)
+      f.get(kb).get(j0).get(bc).op(OP.i32add).i32(1).op(OP.i32sub).get(ksB).op(OP.i32mul).op(OP.i32add).set(klast);
       f.get(bc).i32(2).op(OP.i32shl).set(bcBytes);
       // phase 1: raw scores * scale for row pairs x key quads
       f.i32(0).set(i);
@@ -214,7 +232,7 @@ export function attentionFns(fma: boolean): Fn[] {
         f.get(rq).get(i).i32(2).op(OP.i32shl).op(OP.i32add).tee(p).mem(OP.i32load, 2).set(q0);
         f.get(p).mem(OP.i32load, 2, 4).set(q1);
         f.get(sb).get(i).get(sbRow).op(OP.i32mul).op(OP.i32add).set(p2);
-        f.get(kbase).get(j0).get(kss).op(OP.i32mul).op(OP.i32add).set(kq);
+        f.get(kb).get(j0).get(ksB).op(OP.i32mul).op(OP.i32add).set(kq);
         // a lone last row (decode without grouped heads) gets a one-row body
         f.get(i).i32(1).op(OP.i32add).get(nr).op(OP.i32ltu).op(OP.if, 0x40);
         scoreRows(true);
@@ -290,7 +308,7 @@ export function attentionFns(fma: boolean): Fn[] {
             f.get(o0).get(vc).op(OP.i32add).v128load(16 * xv).set(acc[xv]!);
             if (two) f.get(o1).get(vc).op(OP.i32add).v128load(16 * xv).set(acc[4 + xv]!);
           }
-          f.get(vbase).get(j0).get(vss).op(OP.i32mul).op(OP.i32add).get(vc).op(OP.i32add).set(vp);
+          f.get(vb).get(j0).get(vsB).op(OP.i32mul).op(OP.i32add).get(vc).op(OP.i32add).set(vp);
           f.get(q0).set(p);
           f.get(q1).set(p2);
           f.forLt(p, end, 4, () => {
@@ -301,7 +319,7 @@ export function attentionFns(fma: boolean): Fn[] {
               fmaInto(pa, z, acc[xv]!);
               if (two) fmaInto(pb, z, acc[4 + xv]!);
             }
-            f.get(vp).get(vss).op(OP.i32add).set(vp);
+            f.get(vp).get(vsB).op(OP.i32add).set(vp);
             if (two) f.get(p2).i32(4).op(OP.i32add).set(p2);
           });
           for (let xv = 0; xv < nv; xv++) {
