@@ -38,7 +38,9 @@ export interface PrimParams {
   matmul: Record<string, never>; // [B, M, K] x [B, K, N] -> [B, M, N] (batch dims already broadcast)
   gather: { dim: number }; // torch.gather
   scatterAdd: { dim: number }; // self.scatter_add(dim, index, src)
-  stridedScatter: { shape: number[]; strides: number[]; offset: number }; // zeros(out) then out.as_strided(..) += src
+  // zeros(out) then out.as_strided(..) += src; with a second input `base`: base with the
+  // region out.as_strided(..) replaced by src (an in-place write through a view, in one pass)
+  stridedScatter: { shape: number[]; strides: number[]; offset: number };
   scan: { op: "sum" | "prod"; dim: number };
   argsort: { dim: number; descending: boolean }; // stable
   rand: { dist: "uniform" | "normal" }; // runtime args: seed lo/hi, counter offset

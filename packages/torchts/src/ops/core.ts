@@ -137,16 +137,19 @@ export function asStridedLogical(t: Tensor, shape: Shape, strides: Shape, offset
   return affineView(flat, "AsStridedBackward0", shape, strides.map((s) => [s]), [offset]);
 }
 
-export function stridedScatter(src: Tensor, outShape: Shape, shape: Shape, strides: Shape, offset: number): Tensor {
-  const out = prim(
-    "stridedScatter",
-    { shape: [...shape], strides: [...strides], offset },
-    [src],
-    outShape,
-    src.dtype,
-    dev(src),
-  );
-  return attach(out, "StridedScatterBackward0", [src], [], ([g]) => [asStridedLogical(g!, shape, strides, offset)]);
+/**
+ * zeros(outShape) with src added at the view (shape, strides, offset) of it; with `base`
+ * (outShape, src's dtype): base with that view replaced by src, one kernel for an in-place write
+ * through a view. The gradient reads the view for src and, for base, zeroes it.
+ */
+export function stridedScatter(src: Tensor, outShape: Shape, shape: Shape, strides: Shape, offset: number, base?: Tensor): Tensor {
+  const params = { shape: [...shape], strides: [...strides], offset };
+  const out = prim("stridedScatter", params, base ? [src, base] : [src], outShape, src.dtype, dev(src));
+  if (!base) return attach(out, "StridedScatterBackward0", [src], [], ([g]) => [asStridedLogical(g!, shape, strides, offset)]);
+  return attach(out, "CopySlices", [src, base], [], ([g]) => [
+    asStridedLogical(g!, shape, strides, offset),
+    stridedScatter(M.zerosOf([...shape], src.dtype, src.device), outShape, shape, strides, offset, g!),
+  ]);
 }
 
 export function reshape(x: Tensor, shape: Shape, op = "reshape"): Tensor {

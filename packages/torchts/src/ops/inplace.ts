@@ -59,9 +59,8 @@ export function inplaceSet(t: Tensor, value: TensorLike, name: string): Tensor {
     const n = t._storage.numel;
     const flatOld = new Tensor(t._storage, [n]);
     const baseGrad = track && base.requiresGrad ? reshape(base, [base.numel()]) : null;
-    const val = stridedScatter(full, [n], t.shape, t._strides, t._offset);
-    const mask = M.gt(stridedScatter(M._onesLike(detach(full)), [n], t.shape, t._strides, t._offset), 0);
-    const newFlat = M.where(mask, val, baseGrad ?? detach(flatOld));
+    // one pass: the old contents with the view's elements replaced
+    const newFlat = stridedScatter(full, [n], t.shape, t._strides, t._offset, baseGrad ?? detach(flatOld));
     adoptInto(t._storage, newFlat._storage);
     if (track) {
       const nb = reshape(newFlat, base.shape);

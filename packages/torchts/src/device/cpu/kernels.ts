@@ -351,8 +351,20 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const q = ["q0", ...c.shape.map((_, d) => `i${d}*${c.strides[1]![d]}`)].join("+");
     let code = `O[${o}]+=S[${q}];`;
     for (let d = c.shape.length - 1; d >= 0; d--) code = `for(let i${d}=0;i${d}<${c.shape[d]};i${d}++){${code}}`;
-    const body = `return function(O, ins, offs){const S=ins[0], q0=offs[0];O.fill(0);${code}}`;
-    return new Function(body)() as Kernel;
+    if (n.inputs.length === 1) {
+      const body = `return function(O, ins, offs){const S=ins[0], q0=offs[0];O.fill(0);${code}}`;
+      return new Function(body)() as Kernel;
+    }
+    // onto a copy of the base, replacing (a view of a real tensor never overlaps itself)
+    const base = n.inputs[1]!;
+    const copy = elementwise(base.shape, [base.strides], ([x]) => x!, n.out.dtype);
+    const plain = isContiguous(base.shape, base.strides) && base.dtype === n.out.dtype;
+    const write = new Function(`return function(O, S, q0){${code.replace("+=", "=")}}`)() as (O: Arr, S: Arr, q0: number) => void;
+    return (O, ins, offs, sc) => {
+      if (plain && ArrayBuffer.isView(O) && ArrayBuffer.isView(ins[1])) (O as Float32Array).set((ins[1] as Float32Array).subarray(offs[1]!, offs[1]! + O.length));
+      else copy(O, [ins[1]!], [offs[1]!], sc);
+      write(O, ins[0]!, offs[0]!);
+    };
   },
   scan: (n) => {
     const x = n.inputs[0]!;

@@ -195,7 +195,11 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const src = n.inputs[0]!;
     const { shape, strides, offset } = n.params;
     const zero = storageType(n.out.dtype) === "f32" ? "0.0" : "0";
-    const fill: Pass = { ...simple(n, `O[i] = ${zero};`, []) };
+    const base = n.inputs[1];
+    // with a base (an in-place write through a view): start from it and replace the region
+    const fill: Pass = base
+      ? simple(n, `${coords(base.shape, "c")} O[i] = I0[off(0u) + ${dot("c", base.strides)}];`, [1]) // binds input 1 as I0
+      : { ...simple(n, `O[i] = ${zero};`, []) };
     // Injective maps (slices, selects: the usual backward of a view) scatter in parallel; overlapping ones
     // accumulate sequentially in one thread so every sum has cpu's order.
     const dims = shape.map((s, d) => ({ s, st: strides[d]! })).filter((x) => x.s > 1).sort((a, b) => a.st - b.st);
@@ -207,7 +211,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
     }
     const total = numel(shape);
     const step = (idx: string) =>
-      `${coords(shape, "c", idx)} let o = ${offset} + ${dot("c", strides)}; O[o] = O[o] + I0[off(0u) + ${dot("c", src.strides)}];`;
+      `${coords(shape, "c", idx)} let o = ${offset} + ${dot("c", strides)}; O[o] = ${base ? "" : "O[o] + "}I0[off(0u) + ${dot("c", src.strides)}];`;
     const scatter = injective
       ? simple(n, step("i"), [0], total)
       : simple(n, `for (var k = 0; k < ${total}; k++) { ${step("k")} }`, [0], 1);

@@ -150,3 +150,22 @@ test("a missing op raises NotImplementedError; with setCpuFallback(true) it runs
     warn.mock.restore();
   }
 });
+
+test("writes through views (one strided-scatter pass over the base) match cpu, gradients included", { skip }, async () => {
+  const run = async (device: "cpu" | "webgpu") => {
+    const base = torch.arange(24, { dtype: "float32" }).reshape(2, 3, 4).to(device);
+    base.select(1, 2).fill_(-1);
+    base.transpose(1, 2).narrow(1, 1, 2).add_(100); // a strided view
+    base.narrow(2, 3, 1).copy_(torch.full([2, 3, 1], 7, { dtype: "float32" }).to(device));
+    const x = torch.ones(2, 5).to(device).requiresGrad_();
+    const z = torch.full([2, 2], 3, { dtype: "float32" }).to(device).requiresGrad_();
+    const y = x.mul(2);
+    y.narrow(1, 1, 2).copy_(z.mul(z));
+    y.mul(torch.arange(10, { dtype: "float32" }).reshape(2, 5).to(device)).sum().backward();
+    return [await base.data(), await x.grad!.data(), await z.grad!.data()].map((a) => Array.from(a));
+  };
+  assert.deepEqual(await run("webgpu"), await run("cpu"));
+  const [, gx, gz] = await run("cpu");
+  assert.deepEqual(gx, [0, 0, 0, 6, 8, 10, 0, 0, 16, 18]); // the written region gets no gradient
+  assert.deepEqual(gz, [6, 12, 36, 42]); // 2 z * position
+});
