@@ -64,14 +64,24 @@ interface ParamCache {
 }
 const paramCache = new WeakMap<GuardedModule, ParamCache>();
 
-/** Names, identities, dtypes, shapes, devices and frozen flags of m's parameters (cached per module structure). */
-function describeParameters(m: GuardedModule): string {
+function cachedParameters(m: GuardedModule): ParamCache {
   let c = paramCache.get(m);
   if (!c || c.version !== moduleStructure.version) {
     const params = [...m.namedParameters()];
     c = { version: moduleStructure.version, params, frozen: [], desc: "" };
     paramCache.set(m, c);
   }
+  return c;
+}
+
+/** m's parameters, walked once per module structure version (a replayed call needs them, not a walk). */
+export function moduleParameters(m: GuardedModule): readonly Tensor[] {
+  return cachedParameters(m).params.map(([, p]) => p);
+}
+
+/** Names, identities, dtypes, shapes, devices and frozen flags of m's parameters (cached per module structure). */
+function describeParameters(m: GuardedModule): string {
+  const c = cachedParameters(m);
   // requiresGrad is the one parameter attribute that changes without a structure change
   let same = c.desc !== "" && c.frozen.length === c.params.length;
   for (let i = 0; same && i < c.params.length; i++) if (c.frozen[i] === c.params[i]![1].requiresGrad) same = false;

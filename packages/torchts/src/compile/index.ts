@@ -16,7 +16,7 @@ import { Tensor } from "../tensor.js";
 import { log } from "../runtime/logs.js";
 import { cacheStats } from "../runtime/cache.js";
 import { schedulerStats } from "../runtime/scheduler.js";
-import { guardDiff, guardKey, guardParts, isModule, type GuardedModule, type GuardParts } from "./guards.js";
+import { guardDiff, guardKey, guardParts, isModule, moduleParameters, type GuardedModule, type GuardParts } from "./guards.js";
 import { padToBuckets, type DynamicDim } from "./dynamic.js";
 import { leavesOf, record, type Trace } from "./recorder.js";
 import { Program } from "./program.js";
@@ -125,7 +125,7 @@ export function compile(target: unknown, options: CompileOptions = {}): (...args
   /** Tensors whose `.grad` a call may set: leaves among the arguments, module parameters. */
   const gradHolders = (args: unknown[]): Tensor[] => [
     ...leavesOf(args).map((l) => l.t).filter((t) => t.isLeaf && t.requiresGrad),
-    ...modules.flatMap((m) => [...m.namedParameters()].map(([, p]) => p)),
+    ...modules.flatMap((m) => moduleParameters(m)),
   ];
 
   const runTraced = (args: unknown[], holders: Tensor[] = []): unknown => {
