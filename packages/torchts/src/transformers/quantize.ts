@@ -116,8 +116,9 @@ function roundToNearest(w: Float32Array, scales: Float32Array, levels: Int8Array
     const inv = scales[g]!;
     for (const end = i + gs; i < end; i++) {
       const v = w[i]! / inv;
-      let r = Math.round(v);
-      if (r - v === 0.5 && (r & 1) !== 0) r -= 1;
+      // adding and removing 1.5 * 2^52 rounds a float64 to the nearest integer, halves to even
+      // (|v| < 2^51; NaN and huge values end up clamped like the rest)
+      const r = v + 6755399441055744 - 6755399441055744;
       levels[i] = r < lo ? lo : r > hi ? hi : r;
     }
   }
