@@ -14,7 +14,7 @@
 import type { DeviceBuffer, DevicePlugin, Executable, KernelArg } from "../device/plugin.js";
 import { castScalar, type DType, type HostArray } from "../ir/dtype.js";
 import { realize } from "../runtime/dispatch.js";
-import { transferOwnership } from "../runtime/memory.js";
+import { transferOwnership, type BufferOwner } from "../runtime/memory.js";
 import { profileKernel } from "../runtime/profiler.js";
 import { Storage } from "../runtime/storage.js";
 import { defaultGenerator } from "../ops/random.js";
@@ -409,7 +409,7 @@ function sameInput(x: InBind, y: InBind): string | null {
 function swapIn(st: Storage, spare: Storage): void {
   const nb = spare.buf!;
   const dev: DevicePlugin = st.device;
-  const tmp = {};
+  const tmp: BufferOwner = { _held: null };
   transferOwnership(spare, tmp, dev, nb);
   spare.buf = null;
   // pending work that still reads the old value (an unmaterialized value someone holds) keeps it

@@ -4,7 +4,7 @@ import type { DeviceBuffer, DevicePlugin } from "../device/plugin.js";
 import { castScalar, hostArrayCtor, type DType } from "../ir/dtype.js";
 import type { IRNode } from "../ir/prims.js";
 import type { Shape } from "../ir/shape.js";
-import { trackAlloc, trackFree, transferOwnership } from "./memory.js";
+import { trackAlloc, trackFree, transferOwnership, type BufferOwner } from "./memory.js";
 
 /** What a kernel needs to know about one input view. */
 export interface ViewRef {
@@ -30,6 +30,8 @@ export const pendingSet = new Set<WeakRef<Storage>>();
 
 export class Storage {
   buf: DeviceBuffer | null = null;
+  /** The buffer's registration with the memory tracker (runtime/memory.ts). */
+  _held: BufferOwner["_held"] = null;
   pending: Pending | null = null;
   /** Pending nodes that read this storage (fused mode): re-pointed when its contents move away. */
   readers: WeakRef<Storage>[] | null = null;
