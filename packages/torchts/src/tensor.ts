@@ -287,10 +287,26 @@ export function scope<T>(fn: () => T): T {
     // only memory allocated inside the scope: a view made inside it of an outer tensor, or an
     // in-place write into one (its temporary then points at the outer storage), share the
     // outer tensor's storage, which must survive
-    if (keepStorages.has(t._storage) || t._storage.serial <= born) continue;
+    if (keepStorages.has(t._storage) || t._storage.serial <= born || pinned.has(t._storage)) continue;
     t._storage.dispose();
   }
   return result;
+}
+
+/** Storages of long-lived internal constants: no torch.scope frees them, not even through a view. */
+const pinned = new WeakSet<Storage>();
+
+/** Runs fn with no torch.scope collecting the tensor it creates, and pins its storage. */
+export function unscoped(fn: () => Tensor): Tensor {
+  const outer = liveScope;
+  liveScope = [];
+  try {
+    const t = fn();
+    pinned.add(t._storage);
+    return t;
+  } finally {
+    liveScope = outer;
+  }
 }
 
 const kept = new Set<Tensor>();

@@ -2,7 +2,9 @@
 import { getDefaultDtype, isFloating, resultType, scalarDtype, type DType, type PromoOperand } from "../ir/dtype.js";
 import type { BinaryOp, UnaryOp } from "../ir/prims.js";
 import { withOp } from "../runtime/mode.js";
-import { Tensor, type TensorLike } from "../tensor.js";
+import { Tensor, unscoped, type TensorLike } from "../tensor.js";
+import { traceState } from "../runtime/dispatch.js";
+import { recordHooks } from "../runtime/scheduler.js";
 import { binary, cast, scalarTensor, unary, where as wherePrim } from "./core.js";
 import { full, zerosLike, onesLike } from "./creation.js";
 
@@ -19,7 +21,30 @@ function operand(x: TensorLike): PromoOperand {
 
 function asTensor(x: TensorLike, dtype: DType, device: string): Tensor {
   if (x instanceof Tensor) return cast(x, dtype);
-  return scalarTensor(x, dtype, device);
+  return scalarOperand(x, dtype, device);
+}
+
+// A number operand of an op (x * 0.5) becomes a 0-dim tensor, as PyTorch wraps Python scalars.
+// Recent ones are kept per (value, dtype, device) and shared: nobody else holds them, so they are
+// never written, and an op with a constant then allocates and registers one buffer, not two.
+// torch.compile's recorder binds declared host numbers to the scalar storages it sees and
+// writes new values into them on replay: while it records, every operand is a fresh tensor.
+const SCALAR_CACHE_MAX = 256;
+const scalarCache = new Map<string, Tensor>();
+function scalarOperand(x: number | boolean, dtype: DType, device: string): Tensor {
+  if (traceState.fn !== null || recordHooks.prim !== null) return scalarTensor(x, dtype, device);
+  const v = Number(x);
+  const key = `${dtype}:${device}:${Object.is(v, -0) ? "-0" : v}`;
+  let t = scalarCache.get(key);
+  if (t && !t.isDisposed) {
+    scalarCache.delete(key); // most recent last
+    scalarCache.set(key, t);
+    return t;
+  }
+  t = unscoped(() => scalarTensor(x, dtype, device));
+  scalarCache.set(key, t);
+  if (scalarCache.size > SCALAR_CACHE_MAX) scalarCache.delete(scalarCache.keys().next().value!);
+  return t;
 }
 
 function deviceOf(...xs: TensorLike[]): string {

@@ -87,6 +87,7 @@ test("memory: dispose() frees the storage shared by all views", () => {
 
 test("memory: torch.scope disposes intermediates and keeps what it returns", async () => {
   const x = torch.ones(100);
+  torch.scope(() => x.mul(2).add(1)); // the number constants 2 and 1 are cached from the first use on
   const before = torch.memory.stats().liveBytes;
   let inner: torch.Tensor[] = [];
   const out = torch.scope(() => {
@@ -111,6 +112,7 @@ test("memory: torch.scope disposes intermediates and keeps what it returns", asy
 
 test("memory: torch.scope frees a flushed fused chain at once (no buffer waits for GC)", () => {
   const x = torch.randn(1024);
+  torch.scope(() => x.mul(0.75).add(0.1)); // cache the number constants
   const before = torch.memory.stats().liveBytes;
   for (let i = 0; i < 3; i++)
     torch.scope(() =>
@@ -178,4 +180,22 @@ test("memory: a step's garbage is released by the host read that ends the next s
   // one step's garbage at a time (256 MiB), never two steps' worth
   assert.ok(torch.memory.stats().peakBytes - base < 400 * MiB);
   assert.ok(torch.memory.stats().liveBytes - base < 8 * MiB);
+});
+
+test("memory: number operands are shared 0-dim constants that no scope frees, even through a view", async () => {
+  const x = torch.arange(4, { dtype: "float32" });
+  const c = Math.fround(0.37);
+  const allocs = () => torch.memory.stats().allocationCount;
+  for (const mode of ["strict", "fused"] as const)
+    await torch.withEagerMode(mode, async () => {
+      // first use inside a scope: the constant is created there, and broadcast views of it too
+      const y = torch.scope(() => x.mul(0.37).add(x.mul(0.37)));
+      assert.deepEqual(Array.from(await y.data()), [0, 1, 2, 3].map((i) => Math.fround(Math.fround(i * c) * 2)));
+      const before = allocs();
+      const z = torch.scope(() => x.mul(0.37)); // the same constant, after that scope ended
+      assert.deepEqual(Array.from(await z.data()), [0, 1, 2, 3].map((i) => Math.fround(i * c)));
+      assert.equal(allocs() - before, 1, `${mode}: x * 0.37 allocates only its result`);
+      assert.ok(Object.is((await x.narrow(0, 1, 1).mul(-0).data())[0], -0), "-0 and 0 are different constants");
+      assert.ok(Object.is((await x.narrow(0, 1, 1).mul(0).data())[0], 0));
+    });
 });
