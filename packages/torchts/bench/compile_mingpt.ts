@@ -3,7 +3,8 @@
 // ("rerun": every call runs the function, reusing schedule and kernels).
 // Steps of the modes are interleaved (strict, fused, compile, strict, ...) so that load from
 // other processes hits every mode alike; the median step time after warmup is reported.
-// Run: cd packages/torchts && node --expose-gc --import tsx bench/compile_mingpt.ts [--steps N] [--modes strict,fused,compile,rerun]
+// Run: cd packages/torchts && node --expose-gc --import tsx bench/compile_mingpt.ts [--steps N] [--modes strict,fused,compile,rerun] [--top]
+// (--top: the twelve kernels with the most time per step, per mode)
 import * as torch from "../src/index.js";
 import { GPT } from "../../../examples/mingpt/model.js";
 
@@ -74,6 +75,9 @@ for (const [m, r] of runs) {
   const n = ka.reduce((s, k) => s + k.count, 0) / PROF_STEPS;
   const kms = ka.reduce((s, k) => s + k.totalMs, 0) / PROF_STEPS;
   console.log(`${m.padEnd(8)} profiled: ${n.toFixed(0)} kernels/step, kernel time ${kms.toFixed(1)} ms of ${wall.toFixed(1)} ms/step (${(100 * kms / wall).toFixed(0)}%)`);
+  if (argv.includes("--top"))
+    for (const k of [...ka].sort((a, b) => b.totalMs - a.totalMs).slice(0, 12))
+      console.log(`    ${(k.totalMs / PROF_STEPS).toFixed(2).padStart(6)} ms ${String(k.count / PROF_STEPS).padStart(4)}x ${k.name}`);
 }
 const base = runs.get("strict");
 if (base) {

@@ -461,9 +461,15 @@ const builders: { [P in PrimName]: Builder<P> } = {
   cat: (n) => {
     const dim = n.params.dim;
     const outStrides = contiguousStrides(n.out.shape);
+    // an input that does not land as whole rows is written into its slab of the output by one
+    // generated strided loop nest (the slab's offset comes in at run time)
     const copies = n.inputs.map((v) => {
-      // write each input into its slab of the output through a strided elementwise copy
-      return elementwise(v.shape, [v.strides], ([x]) => x!, n.out.dtype);
+      const c = collapse(v.shape, [outStrides, v.strides]);
+      const o = ["ob", ...c.shape.map((_, d) => `i${d}*${c.strides[0]![d]}`)].join("+");
+      const q = ["ib", ...c.shape.map((_, d) => `i${d}*${c.strides[1]![d]}`)].join("+");
+      let code = `O[${o}]=${castExpr(`I[${q}]`, v.dtype, n.out.dtype)};`;
+      for (let d = c.shape.length - 1; d >= 0; d--) code = `for(let i${d}=0;i${d}<${c.shape[d]};i${d}++){${code}}`;
+      return new Function("H", `return function(O, I, ob, ib){${code}}`)(H) as (O: Arr, I: Arr, ob: number, ib: number) => void;
     });
     // an input of the output's dtype whose dims from `dim` on are contiguous lands as whole rows
     // (typed-array set, no temporary): one row per index of the dims before `dim`
@@ -488,13 +494,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
           start += v.shape[dim]!;
           return;
         }
-        const tmp = new (O.constructor as new (n: number) => Arr)(numel(v.shape));
-        copies[k]!(tmp, [ins[k]!], [offs[k]!], []);
-        const base = start * outStrides[dim]!;
-        let p = 0;
-        odometer(v.shape, (ix) => {
-          O[base + dot(ix, outStrides)] = tmp[p++]!;
-        });
+        copies[k]!(O, ins[k]!, start * outStrides[dim]!, offs[k]!);
         start += v.shape[dim]!;
       });
     };
