@@ -65,9 +65,10 @@ class LlamaAttention extends nn.Module {
 }
 
 /**
- * softmax(q k^T * scale + mask) v for q [B, nh, L, hd] and k, v [B, nkv, S, hd], query head i
- * reading kv head i // (nh / nkv) in place (no repeat_kv copies). float32: one fused
- * scaled_dot_product_attention (a single kernel on cpu). Other dtypes keep transformers' float32
+ * softmax(q k^T * scale + mask) v for q [B, nh, L, hd] and k, v [B, nkv, S, hd] (given as one
+ * or two segments along S: a KV cache's completed blocks and tail), query head i reading kv head
+ * i // (nh / nkv) in place (no repeat_kv copies). float32: one fused scaled_dot_product_attention
+ * (a single kernel on cpu, reading both segments in place). Other dtypes keep transformers' float32
  * softmax: the nrep query heads of a group are stacked as rows [B, nkv, nrep * L, hd] (a view).
  */
 function attend(q: Tensor, keys: Tensor[], values: Tensor[], mask: Tensor, scale: number): Tensor {
