@@ -60,6 +60,17 @@ const YIELD_BYTES = 16 * 1024 * 1024;
 // grows. When it has doubled (plus slack) since the last collection, collect before yielding.
 const GC_SLACK = 128 * 1024 * 1024;
 let liveAfterGc = 0;
+let collectionRequested = false;
+
+/**
+ * Ask for a collection at the next yield whatever the growth rule says: the fused scheduler
+ * calls it when a flush leaves many old values behind that only unreachable pending nodes read
+ * (an optimizer step's previous parameters), which V8 would otherwise keep until a late major GC
+ * while the arena grows into fresh, page-faulting memory.
+ */
+export function requestCollection(): void {
+  collectionRequested = true;
+}
 let collector: (() => void) | null | undefined;
 
 function gcFunction(): (() => void) | null {
@@ -85,7 +96,8 @@ function gcFunction(): (() => void) | null {
 export async function maybeYield(): Promise<void> {
   if (sinceYield < YIELD_BYTES) return;
   sinceYield = 0;
-  const collect = stats.liveBytes > 2 * liveAfterGc + GC_SLACK && gcFunction() !== null;
+  const collect = (collectionRequested || stats.liveBytes > 2 * liveAfterGc + GC_SLACK) && gcFunction() !== null;
+  collectionRequested = false;
   if (collect) {
     const seen = new Promise<void>((r) => (sentinelSeen = r));
     registry.register({}, SENTINEL);

@@ -10,6 +10,7 @@ import { getExecutable } from "./cache.js";
 import { fusionDevices, type FusedGraph, type FusedSrc } from "./fused_graph.js";
 import { log, logOn } from "./logs.js";
 import { profileKernel } from "./profiler.js";
+import { requestCollection } from "./memory.js";
 import type { Pending, Storage, ViewRef } from "./storage.js";
 
 interface KernelPlan {
@@ -297,5 +298,15 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
   // old values moved aside for pending readers (Storage.moveOut) go once those readers ran;
   // consumers first, so an orphan read only by a dropped orphan goes too
   for (let j = sts.length - 1; j >= 0; j--) sts[j]!.dropIfUnread();
-  for (const p of pends) for (const v of p.inputs) v.storage.dropIfUnread();
+  let orphanBytes = 0;
+  for (const p of pends)
+    for (const v of p.inputs) {
+      v.storage.dropIfUnread();
+      if (v.storage.orphan && v.storage.buf) orphanBytes += v.storage.buf.bytes;
+    }
+  // the rest are read by nodes left pending (recomputable intermediates), which only a
+  // collection can tell dead from alive: ask for one when that holds much memory
+  if (orphanBytes > ORPHAN_COLLECT_BYTES) requestCollection();
 }
+
+const ORPHAN_COLLECT_BYTES = 64 * 1024 * 1024;
