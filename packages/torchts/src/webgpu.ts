@@ -15,8 +15,10 @@ import { PRIM_NAMES, type PrimName } from "./ir/prims.js";
 export { setCpuFallback, cpuFallbackEnabled };
 import { Storage } from "./runtime/storage.js";
 import { realize } from "./runtime/dispatch.js";
+import { forgetDevice } from "./runtime/scheduler.js";
 import { Tensor } from "./tensor.js";
 import { attach } from "./ops/core.js";
+import { dropScalarConstants } from "./ops/math.js";
 import { toDevice } from "./ops/shape_ops.js";
 
 export type { WebGPUOptions, WebGPUStats };
@@ -115,11 +117,18 @@ export function setDisabledPrimitives(prims: PrimName[]): void {
   need().disabled = new Set(prims);
 }
 
-/** Destroy the device (and drop Dawn's handle so a Node process can exit). */
+/**
+ * Destroy the device (and drop Dawn's handle so a Node process can exit). Tensors on it become
+ * unusable; init() may be called again for a new device.
+ */
 export function shutdown(): void {
   if (!dev) return;
   dev.destroy();
   dev = null;
+  pending = null; // a later init() finds an adapter again and makes a new device
+  // nothing compiled for or allocated on the old device may serve the next one
+  forgetDevice("webgpu");
+  dropScalarConstants("webgpu");
   reason = "torch.webgpu.shutdown() was called";
 }
 

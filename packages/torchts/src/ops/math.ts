@@ -31,10 +31,15 @@ function asTensor(x: TensorLike, dtype: DType, device: string): Tensor {
 // writes new values into them on replay: while it records, every operand is a fresh tensor.
 const SCALAR_CACHE_MAX = 256;
 const scalarCache = new Map<string, Tensor>();
+
+/** Forget the cached number constants of a device (its buffers are gone: torch.webgpu.shutdown()). */
+export function dropScalarConstants(device: string): void {
+  for (const k of [...scalarCache.keys()]) if (k.split("|")[1] === device) scalarCache.delete(k);
+}
 function scalarOperand(x: number | boolean, dtype: DType, device: string): Tensor {
   if (traceState.fn !== null || recordHooks.prim !== null) return scalarTensor(x, dtype, device);
   const v = Number(x);
-  const key = `${dtype}:${device}:${Object.is(v, -0) ? "-0" : v}`;
+  const key = `${dtype}|${device}|${Object.is(v, -0) ? "-0" : v}`;
   let t = scalarCache.get(key);
   if (t && !t.isDisposed) {
     scalarCache.delete(key); // most recent last

@@ -67,6 +67,11 @@ export function cacheStats(): CacheStats {
   return { ...stats, entries: cache.size };
 }
 
+/** Drops the executables compiled for a device name (its device was destroyed; a new one compiles afresh). */
+export function dropDeviceExecutables(name: string): void {
+  for (const k of [...cache.keys()]) if (k.startsWith(`${name}|`)) cache.delete(k);
+}
+
 export function resetCache(): void {
   cache.clear();
   stats.hits = stats.misses = stats.compileTimeMs = stats.codegen = 0;

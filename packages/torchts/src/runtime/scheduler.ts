@@ -6,7 +6,7 @@
 import type { DevicePlugin, Executable, KernelArg } from "../device/plugin.js";
 import { nodeKey, type IRNode } from "../ir/prims.js";
 import { contiguousStrides, sameShape } from "../ir/shape.js";
-import { getExecutable } from "./cache.js";
+import { dropDeviceExecutables, getExecutable } from "./cache.js";
 import { fusionDevices, type FusedGraph, type FusedSrc } from "./fused_graph.js";
 import { log, logOn } from "./logs.js";
 import { profileKernel } from "./profiler.js";
@@ -39,6 +39,12 @@ export const recordHooks: {
 
 const MAX_PLANS = 256;
 const plans = new Map<string, Plan>();
+
+/** A device was destroyed: its compiled kernels and the plans that hold them are dropped. */
+export function forgetDevice(name: string): void {
+  dropDeviceExecutables(name);
+  plans.clear(); // plans of other devices rebuild from the executable cache at once
+}
 const stats = { flushes: 0, planHits: 0, planMisses: 0, kernels: 0 };
 
 export function schedulerStats(): typeof stats & { plans: number } {
