@@ -61,6 +61,24 @@ export function linearQuantKernel(bits: Bits): (n: IRNode<"composite">) => Kerne
   };
 }
 
+/**
+ * x [M, K] (any strides) as float32 rows in the wasm memory, `ld` bytes apart: x itself when it is
+ * there with a contiguous last dim (and, with `dense`, rows K apart), else a staged copy whose
+ * inputs are reordered by `perm` when given. release() frees the copy.
+ */
+export function stageRows(
+  rt: WasmRuntime, X: Arr, xo: number, M: number, K: number, sam: number, sak: number,
+  opts: { perm?: ((k: number) => number) | null; dense?: boolean } = {},
+): { ptr: number; ld: number; release(): void } {
+  const { perm, dense = false } = opts;
+  if (!perm && inMem(rt, X) && X instanceof Float32Array && sak === 1 && (!dense || sam === K || M === 1))
+    return { ptr: ptrOf(X, xo), ld: sam * 4, release: () => {} };
+  const ptr = rt.arena.alloc(M * K * 4);
+  const v = rt.view(Float32Array, ptr, M * K);
+  for (let i = 0; i < M; i++) for (let k = 0; k < K; k++) v[i * K + (perm ? perm(k) : k)] = X[xo + i * sam + k * sak]!;
+  return { ptr, ld: K * 4, release: () => rt.arena.release(ptr) };
+}
+
 export const ptrOf = (a: Arr, off: number) => (a as unknown as ArrayBufferView).byteOffset + off * (a as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
 
 function kernelName(bits: Bits, gs: number, R: number): string {
@@ -72,22 +90,13 @@ function streamed(
   rt: WasmRuntime, bits: Bits, M: number, K: number, N: number, gs: number,
   ins: Arr[], offs: number[], sam: number, sak: number, hasBias: boolean, O: Arr,
 ): void {
-  const X = ins[0]!, xo = offs[0]!;
-  const direct = bits === 8 && inMem(rt, X) && X instanceof Float32Array && sak === 1 && (sam === K || M === 1);
   const oDirect = inMem(rt, O) && O instanceof Float32Array;
-  const xs = direct ? 0 : rt.arena.alloc(M * K * 4);
+  // int4: per 32 inputs, the even ones then the odd ones (the nibble order of the weight)
+  const int4Order = (k: number) => (k & ~31) | ((k & 1) << 4) | ((k & 31) >> 1);
+  const x = stageRows(rt, ins[0]!, offs[0]!, M, K, sam, sak, { perm: bits === 4 ? int4Order : null, dense: true });
   const os = oDirect ? 0 : rt.arena.alloc(M * N * 4);
   try {
-    if (!direct) {
-      // int4: per 32 inputs, the even ones then the odd ones (the nibble order of the weight)
-      const v = rt.view(Float32Array, xs, M * K);
-      for (let i = 0; i < M; i++)
-        for (let k = 0; k < K; k++) {
-          const d = bits === 8 ? k : (k & ~31) | ((k & 1) << 4) | ((k & 31) >> 1);
-          v[i * K + d] = X[xo + i * sam + k * sak]!;
-        }
-    }
-    const xptr = direct ? ptrOf(X, xo) : xs;
+    const xptr = x.ptr;
     const optr = oDirect ? ptrOf(O, 0) : os;
     const args = [ptrOf(ins[1]!, offs[1]!), ptrOf(ins[2]!, offs[2]!)];
     const bptr = hasBias ? ptrOf(ins[3]!, offs[3]!) : 0;
@@ -100,7 +109,7 @@ function streamed(
       for (let i = 0; i < M * N; i++) O[i] = v[i]!;
     }
   } finally {
-    if (!direct) rt.arena.release(xs);
+    x.release();
     if (!oDirect) rt.arena.release(os);
   }
 }

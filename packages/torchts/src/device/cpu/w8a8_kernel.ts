@@ -13,7 +13,7 @@ import type { Arr, Kernel } from "./codegen.js";
 import { matmulF32 } from "./wasm/matmul.js";
 import { MIN_ACT_SCALE, Q8_MAX_GROUP, actBytes } from "./wasm/qdot.js";
 import { wasmRuntime, type WasmRuntime } from "./wasm/runtime.js";
-import { addBias, check, inMem, ptrOf } from "./quant_kernels.js";
+import { addBias, check, inMem, ptrOf, stageRows } from "./quant_kernels.js";
 
 const STREAM_MAX_M = 16;
 const MIN_MACS_PER_THREAD = 1 << 16;
@@ -36,15 +36,14 @@ function decode(
   rt: WasmRuntime, M: number, K: number, N: number, gs: number,
   ins: Arr[], offs: number[], sam: number, sak: number, hasBias: boolean, O: Arr,
 ): void {
-  const X = ins[0]!, xo = offs[0]!;
-  const direct = inMem(rt, X) && X instanceof Float32Array && sak === 1;
+  const x = stageRows(rt, ins[0]!, offs[0]!, M, K, sam, sak);
   const oDirect = inMem(rt, O) && O instanceof Float32Array;
-  // the quantized row, its scale, and a staged float row when x is not direct
+  // the quantized row and its scale
   const rowBytes = actBytes(K);
-  const qs = rt.arena.alloc(rowBytes + 16 + (direct ? 0 : 4 * K));
+  const qs = rt.arena.alloc(rowBytes + 16);
   const os = oDirect ? 0 : rt.arena.alloc(M * N * 4);
   try {
-    const sxp = qs + rowBytes, xs = sxp + 16;
+    const sxp = qs + rowBytes;
     const optr = oDirect ? ptrOf(O, 0) : os;
     const args = [ptrOf(ins[1]!, offs[1]!), ptrOf(ins[2]!, offs[2]!)];
     const bptr = hasBias ? ptrOf(ins[3]!, offs[3]!) : 0;
@@ -53,14 +52,7 @@ function decode(
     const act = rt.exports.q8act!, dot = rt.fn[kernel]!, align = kernel === "q8dotp4" ? 4 : 1;
     const minUnits = Math.ceil(MIN_MACS_PER_THREAD / (K * align));
     for (let i = 0; i < M; i++) {
-      let xptr: number;
-      if (direct) xptr = ptrOf(X, xo + i * sam);
-      else {
-        const v = rt.view(Float32Array, xs, K);
-        for (let k = 0; k < K; k++) v[k] = X[xo + i * sam + k * sak]!;
-        xptr = xs;
-      }
-      act(xptr, K, qs, sxp);
+      act(x.ptr + i * x.ld, K, qs, sxp);
       rt.pool.run(dot, N, [qs, sxp, ...args, optr + i * N * 4, K, gs, bptr], align, minUnits);
     }
     if (!oDirect) {
@@ -68,6 +60,7 @@ function decode(
       for (let i = 0; i < M * N; i++) O[i] = v[i]!;
     }
   } finally {
+    x.release();
     rt.arena.release(qs);
     if (!oDirect) rt.arena.release(os);
   }
@@ -99,22 +92,15 @@ function prefill(
   rt: WasmRuntime, M: number, K: number, N: number, gs: number,
   ins: Arr[], offs: number[], sam: number, sak: number, hasBias: boolean, O: Arr,
 ): void {
-  const X = ins[0]!, xo = offs[0]!;
-  const direct = inMem(rt, X) && X instanceof Float32Array && sak === 1;
-  const xs = direct ? 0 : rt.arena.alloc(M * K * 4);
+  const x = stageRows(rt, ins[0]!, offs[0]!, M, K, sam, sak);
   const xp = rt.arena.alloc(M * K * 4), wp = rt.arena.alloc(N * K * 4);
   try {
-    if (!direct) {
-      const v = rt.view(Float32Array, xs, M * K);
-      for (let i = 0; i < M; i++) for (let k = 0; k < K; k++) v[i * K + k] = X[xo + i * sam + k * sak]!;
-    }
-    const [xptr, ldx] = direct ? [ptrOf(X, xo), sam * 4] : [xs, K * 4];
-    rt.pool.run(rt.fn.q8rows!, M, [xptr, ldx, K, xp], 1, Math.ceil(16384 / K));
+    rt.pool.run(rt.fn.q8rows!, M, [x.ptr, x.ld, K, xp], 1, Math.ceil(16384 / K));
     rt.pool.run(rt.fn.deq8!, N, [ptrOf(ins[1]!, offs[1]!), ptrOf(ins[2]!, offs[2]!), wp, K, gs], 1, Math.ceil(32768 / K));
     matmulF32(M, K, N, rt.view(Float32Array, xp, M * K), 0, K, 1, rt.view(Float32Array, wp, N * K), 0, 1, K, O, 0);
     if (hasBias) addBias(O, M, N, ins[3]!, offs[3]!);
   } finally {
-    if (!direct) rt.arena.release(xs);
+    x.release();
     rt.arena.release(xp);
     rt.arena.release(wp);
   }

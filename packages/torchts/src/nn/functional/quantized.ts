@@ -57,15 +57,21 @@ function checkShapes(op: string, x: Tensor, inFeatures: number, outFeatures: num
 }
 
 /** x @ (q * scale)^T + bias with q int8 [out, in] and scale [out, groups] (groups = 1: per channel). */
+/** Checks an int8 weight [out, in], its scales [out, groups] and x [..., in]; returns the group size. */
+function checkInt8(op: string, x: Tensor, q: Tensor, scale: Tensor): number {
+  const [O, I] = q.shape as [number, number];
+  if (q.dtype !== "int8" || q.ndim !== 2) throw new TypeError(`${op}: expected an int8 weight [out, in], got ${q.dtype} [${q.shape.join(", ")}]`);
+  const G = scale.shape[1] ?? 0;
+  if (scale.ndim !== 2 || scale.shape[0] !== O || G === 0 || I % G !== 0)
+    throw new RangeError(`${op}: scale [${scale.shape.join(", ")}] does not fit the weight [${O}, ${I}]`);
+  checkShapes(op, x, I, O);
+  return I / G;
+}
+
 export function linearInt8(x: Tensor, q: Tensor, scale: Tensor, bias: Tensor | null = null): Tensor {
   return withOp("linearInt8", () => {
-    const [O, I] = q.shape as [number, number];
-    if (q.dtype !== "int8" || q.ndim !== 2) throw new TypeError(`linearInt8: expected an int8 weight [out, in], got ${q.dtype} [${q.shape.join(", ")}]`);
-    const G = scale.shape[1] ?? 0;
-    if (scale.ndim !== 2 || scale.shape[0] !== O || G === 0 || I % G !== 0)
-      throw new RangeError(`linearInt8: scale [${scale.shape.join(", ")}] does not fit the weight [${O}, ${I}]`);
-    checkShapes("linearInt8", x, I, O);
-    return tryComposite("linearInt8", x, q, scale, bias, I / G) ?? linear(x, dequantizeInt8(q, scale).to(x.dtype), bias);
+    const gs = checkInt8("linearInt8", x, q, scale);
+    return tryComposite("linearInt8", x, q, scale, bias, gs) ?? linear(x, dequantizeInt8(q, scale).to(x.dtype), bias);
   });
 }
 
@@ -81,13 +87,7 @@ export function quantizeActivationsInt8(x: Tensor): { q: Tensor; scale: Tensor }
 /** linearInt8 with int8 activations: (xq @ (q * scale)^T) * sx + bias, xq / sx from quantizeActivationsInt8(x). */
 export function linearW8A8(x: Tensor, q: Tensor, scale: Tensor, bias: Tensor | null = null): Tensor {
   return withOp("linearW8A8", () => {
-    const [O, I] = q.shape as [number, number];
-    if (q.dtype !== "int8" || q.ndim !== 2) throw new TypeError(`linearW8A8: expected an int8 weight [out, in], got ${q.dtype} [${q.shape.join(", ")}]`);
-    const G = scale.shape[1] ?? 0;
-    if (scale.ndim !== 2 || scale.shape[0] !== O || G === 0 || I % G !== 0)
-      throw new RangeError(`linearW8A8: scale [${scale.shape.join(", ")}] does not fit the weight [${O}, ${I}]`);
-    checkShapes("linearW8A8", x, I, O);
-    const fast = tryComposite("linearW8A8", x, q, scale, bias, I / G);
+    const fast = tryComposite("linearW8A8", x, q, scale, bias, checkInt8("linearW8A8", x, q, scale));
     if (fast) return fast;
     const a = quantizeActivationsInt8(x);
     const y = linear(a.q, dequantizeInt8(q, scale).to(x.dtype)).mul(a.scale);
