@@ -90,11 +90,15 @@ export interface QuantizeWeightOptions {
   actOrder?: boolean;
 }
 
-/** torch.round: halves to even (Math.round sends every half up, so r - v === 0.5 marks a tie). */
-const roundEven = (v: number): number => {
-  const r = Math.round(v);
-  return r - v === 0.5 && (r & 1) !== 0 ? r - 1 : r;
-};
+/**
+ * The quantization level of v: round(v / scale) with halves to even (torch.round), clamped to
+ * [lo, hi]. Adding and removing 1.5 * 2^52 rounds a float64 to the nearest integer, halves to
+ * even, for |x| < 2^51; larger values, infinities and NaN end up clamped (NaN stores as 0).
+ */
+function level(v: number, scale: number, lo: number, hi: number): number {
+  const r = v / scale + 6755399441055744 - 6755399441055744;
+  return r < lo ? lo : r > hi ? hi : r;
+}
 
 /**
  * One scale per group of gs consecutive weights: int8 absmax / 127; int4 llama.cpp's q4_0 rule,
@@ -110,17 +114,11 @@ function groupScales(w: Float32Array, groups: number, gs: number, bits: 8 | 4): 
   return s;
 }
 
-/** levels[i] = clamp(roundEven(w[i] / scale of i's group), lo, hi); groups of gs along each row. */
+/** levels[i] = level(w[i], scale of i's group); groups of gs consecutive weights. */
 function roundToNearest(w: Float32Array, scales: Float32Array, levels: Int8Array, gs: number, lo: number, hi: number): void {
   for (let g = 0, i = 0; g < scales.length; g++) {
-    const inv = scales[g]!;
-    for (const end = i + gs; i < end; i++) {
-      const v = w[i]! / inv;
-      // adding and removing 1.5 * 2^52 rounds a float64 to the nearest integer, halves to even
-      // (|v| < 2^51; NaN and huge values end up clamped like the rest)
-      const r = v + 6755399441055744 - 6755399441055744;
-      levels[i] = r < lo ? lo : r > hi ? hi : r;
-    }
+    const scale = scales[g]!;
+    for (const end = i + gs; i < end; i++) levels[i] = level(w[i]!, scale, lo, hi);
   }
 }
 
@@ -143,7 +141,7 @@ export async function quantizeWeight(w: Tensor, bits: 8 | 4, groupSize = bits ==
   const levels = new Int8Array(O * I);
   const round = (o: number, i: number, v: number): number => {
     const scale = s[o * G + Math.floor(i / gs)]!;
-    const l = Math.max(lo, Math.min(hi, roundEven(v / scale)));
+    const l = level(v, scale, lo, hi);
     levels[o * I + i] = l;
     return l * scale;
   };
