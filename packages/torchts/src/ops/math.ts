@@ -34,7 +34,7 @@ const scalarCache = new Map<string, Tensor>();
 
 /** Forget the cached number constants of a device (its buffers are gone: torch.webgpu.shutdown()). */
 export function dropScalarConstants(device: string): void {
-  for (const k of [...scalarCache.keys()]) if (k.split("|")[1] === device) scalarCache.delete(k);
+  for (const [k, t] of scalarCache) if (t.device === device) scalarCache.delete(k);
 }
 function scalarOperand(x: number | boolean, dtype: DType, device: string): Tensor {
   if (traceState.fn !== null || recordHooks.prim !== null) return scalarTensor(x, dtype, device);

@@ -304,12 +304,14 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
   // old values moved aside for pending readers (Storage.moveOut) go once those readers ran;
   // consumers first, so an orphan read only by a dropped orphan goes too
   for (let j = sts.length - 1; j >= 0; j--) sts[j]!.dropIfUnread();
-  let orphanBytes = 0;
+  const orphansLeft = new Set<Storage>();
   for (const p of pends)
     for (const v of p.inputs) {
       v.storage.dropIfUnread();
-      if (v.storage.orphan && v.storage.buf) orphanBytes += v.storage.buf.bytes;
+      if (v.storage.orphan && v.storage.buf) orphansLeft.add(v.storage);
     }
+  let orphanBytes = 0;
+  for (const st of orphansLeft) orphanBytes += st.buf!.bytes;
   // the rest are read by nodes left pending (recomputable intermediates), which only a
   // collection can tell dead from alive: ask for one when that holds much memory
   if (orphanBytes > ORPHAN_COLLECT_BYTES) requestCollection();

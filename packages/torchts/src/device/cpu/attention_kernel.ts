@@ -162,17 +162,14 @@ export function attentionKernel(n: IRNode<"composite">): Kernel {
 /** The same computation in plain JS (TORCHTS_CPU_BACKEND=js): float64 scores, one row at a time. */
 function attentionJs(n: IRNode<"composite">, O: Arr, ins: Arr[], offs: number[]): void {
   const { causal, scale, mask: hasMask, probs, qv, kv, vv, mv, seg2, k2v, v2v, split, B, Hq, L, E, S, Ev, nrep } = attentionDims(n);
-  const [Q, K1, V1] = ins as [Arr, Arr, Arr];
+  const Q = ins[0]!;
   const M = hasMask ? ins[3] : undefined;
   const qs = qv.strides, ms = mv?.strides;
-  // key j of segment 1 or 2: its array, offset of key 0 of that numbering, strides
-  const seg = (j: number, which: 0 | 1) => {
-    const two = j >= split;
-    const view = which === 0 ? (two ? k2v! : kv) : two ? v2v! : vv;
-    const at = two ? seg2 + which : 1 + which;
-    return { A: ins[at]!, st: view.strides, o: offs[at]! - (two ? split * view.strides[2]! : 0) };
-  };
-  const [K, V] = [K1, V1];
+  // per segment: the array, the offset of key 0 of the whole numbering (key j sits at o + j * stride), strides
+  const segment = (at: number, view: { strides: readonly number[] }, first: number) =>
+    ({ A: ins[at]!, st: view.strides, o: offs[at]! - first * view.strides[2]! });
+  const keys = [segment(1, kv, 0), ...(k2v ? [segment(seg2, k2v, split)] : [])];
+  const values = [segment(2, vv, 0), ...(v2v ? [segment(seg2 + 1, v2v, split)] : [])];
   const p = new Float64Array(S);
   const acc = new Float64Array(Ev);
   for (let b = 0; b < B; b++)
@@ -187,7 +184,7 @@ function attentionJs(n: IRNode<"composite">, O: Arr, ins: Arr[], offs: number[])
             p[j] = -Infinity;
             continue;
           }
-          const { A: Kj, st: ks, o } = j < split ? { A: K, st: kv.strides, o: offs[1]! } : seg(j, 0);
+          const { A: Kj, st: ks, o } = keys[j < split ? 0 : 1]!;
           const ko = o + b * ks[0]! + hk * ks[1]! + j * ks[2]!;
           let s = 0;
           for (let e = 0; e < E; e++) s += Q[qo + e * qs[3]!]! * Kj[ko + e * ks[3]!]!;
@@ -206,7 +203,7 @@ function attentionJs(n: IRNode<"composite">, O: Arr, ins: Arr[], offs: number[])
         acc.fill(0);
         for (let j = 0; j < S; j++) {
           const w = p[j]! / sum;
-          const { A: Vj, st: vs, o } = j < split ? { A: V, st: vv.strides, o: offs[2]! } : seg(j, 1);
+          const { A: Vj, st: vs, o } = values[j < split ? 0 : 1]!;
           const vo = o + b * vs[0]! + hk * vs[1]! + j * vs[2]!;
           for (let e = 0; e < Ev; e++) acc[e] += w * Vj[vo + e * vs[3]!]!;
         }
