@@ -35,10 +35,11 @@ if (!args.includes("--skip-tests")) {
 }
 
 const backend = flag("backend");
-if (!(await torch.webgpu.init(backend ? { backend } : {}))) {
+if (!(await torch.webgpu.isAvailable(backend ? { backend } : {}))) {
   console.error(`no WebGPU adapter: ${torch.webgpu.unavailableReason()}`);
   process.exit(1);
 }
+await torch.webgpu.init(backend ? { backend } : {});
 const info = torch.webgpu.getDeviceInfo();
 
 async function time(fn: () => unknown, reps: number): Promise<number> {

@@ -4,7 +4,7 @@ import { program } from "./program.js";
 
 const out = document.getElementById("out")!;
 try {
-  const ok = await torch.webgpu.init();
+  const ok = (await torch.webgpu.isAvailable()) && (await torch.webgpu.init());
   const device = ok ? "webgpu" : "cpu";
   out.textContent = `running on ${device}${ok ? ` (${torch.webgpu.getDeviceInfo().adapter})` : ` (${torch.webgpu.unavailableReason()})`}...`;
   const r = await program(torch, device);

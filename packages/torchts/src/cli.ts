@@ -198,7 +198,7 @@ export async function main(argv: string[]): Promise<number> {
     return e instanceof UsageError ? 2 : 1;
   } finally {
     // Dawn keeps the process alive while a WebGPU device exists
-    if (torch.webgpu.isAvailable()) torch.webgpu.shutdown();
+    if (torch.webgpu.isInitialized()) torch.webgpu.shutdown();
   }
 }
 

@@ -1,12 +1,14 @@
 // torch.webgpu: PyTorch-style device management for the WebGPU device.
-//   const ok = await torch.webgpu.init();        // finds an adapter, registers device "webgpu"
-//   torch.webgpu.isAvailable();                   // false until init() found an adapter
-//   const y = x.to("webgpu").matmul(w.to("webgpu"));
-//   await y.data(); await y.cpuAsync();           // reads are async; sync .cpu() raises on webgpu
-// Finding an adapter is asynchronous in WebGPU, so unlike torch.cuda the device needs one
-// awaited init() (in a page or in Node) before tensors can be created on it.
+//   if (await torch.webgpu.isAvailable()) {      // probes for an adapter (cached), registers nothing
+//     await torch.webgpu.init();                 // creates the device, registers "webgpu"
+//     const y = x.to("webgpu").matmul(w.to("webgpu"));
+//     await y.data(); await y.cpuAsync();         // reads are async; sync .cpu() raises on webgpu
+//   }
+// Finding an adapter is asynchronous in WebGPU (navigator.gpu.requestAdapter), so unlike
+// torch.cuda both isAvailable() and init() are awaited, and init() comes before tensors are
+// created on the device.
 import { getDevice, registerDevice } from "./device/plugin.js";
-import { acquire, envNumber } from "./device/webgpu/context.js";
+import { acquire, envNumber, probe } from "./device/webgpu/context.js";
 import { WebGPUDevice } from "./device/webgpu/index.js";
 import type { WebGPUOptions, WebGPUStats } from "./device/webgpu/types.js";
 import { setCpuFallback, cpuFallbackEnabled } from "./device/webgpu/fallback.js";
@@ -26,8 +28,22 @@ export type { WebGPUOptions, WebGPUStats };
 let dev: WebGPUDevice | null = null;
 let reason = "torch.webgpu.init() has not been called";
 let pending: Promise<boolean> | null = null;
+/** isAvailable()'s answers, per options (a given `gpu` object is not cached). */
+const probes = new Map<string, Promise<{ ok: boolean; reason: string }>>();
 
-/** Find an adapter and register the "webgpu" device. Resolves false (with unavailableReason()) when there is none. */
+function probeKey(o: WebGPUOptions): string | null {
+  return o.gpu === undefined ? JSON.stringify(o, Object.keys(o).sort()) : null;
+}
+
+const HOW =
+  "in a browser, use one with WebGPU enabled (navigator.gpu); in Node, install the `webgpu` npm package " +
+  "and a GPU driver, or use Mesa's software renderer (EGL_PLATFORM=surfaceless TORCHTS_WEBGPU_BACKEND=opengles). " +
+  "Check first with `await torch.webgpu.isAvailable()`.";
+
+/**
+ * Create the WebGPU device and register it as "webgpu"; resolves true. Throws an Error saying why
+ * and how to get one when there is no adapter (test first with `await isAvailable()`).
+ */
 export function init(options: WebGPUOptions = {}): Promise<boolean> {
   if (dev) return Promise.resolve(true);
   pending ??= (async () => {
@@ -35,7 +51,10 @@ export function init(options: WebGPUOptions = {}): Promise<boolean> {
     if (!ctx) {
       reason = why;
       pending = null;
-      return false;
+      const key = probeKey(options);
+      if (key !== null) probes.set(key, Promise.resolve({ ok: false, reason: why }));
+      const detail = why.replace(/^no WebGPU adapter found \((.*)\)$/s, "$1");
+      throw new Error(`webgpu: no WebGPU adapter is available (${detail}). To get one: ${HOW}`);
     }
     const mb = (n: number | undefined) => (n === undefined ? undefined : n * 1024 * 1024);
     const limit = options.memoryLimitBytes ?? mb(envNumber("TORCHTS_WEBGPU_MEMORY_MB")) ?? Infinity;
@@ -67,11 +86,31 @@ async function persistShaders(d: WebGPUDevice): Promise<void> {
   };
 }
 
-export function isAvailable(): boolean {
+/**
+ * Whether a WebGPU adapter can be found (with these init() options), like
+ * `navigator.gpu.requestAdapter()`: asynchronous, so `await torch.webgpu.isAvailable()`. Probes
+ * once and caches the answer; creates no device and registers nothing (init() does). True while
+ * the device exists.
+ */
+export async function isAvailable(options: WebGPUOptions = {}): Promise<boolean> {
+  if (dev) return true;
+  const key = probeKey(options);
+  let p = key === null ? undefined : probes.get(key);
+  if (!p) {
+    p = probe(options);
+    if (key !== null) probes.set(key, p);
+  }
+  const r = await p;
+  if (!dev && !r.ok) reason = r.reason;
+  return r.ok;
+}
+
+/** Whether init() has created the device (and shutdown() has not destroyed it); like torch.cuda.is_initialized(). */
+export function isInitialized(): boolean {
   return dev !== null;
 }
 
-/** Why isAvailable() is false ("" when it is true). */
+/** Why the device is not there: why isAvailable() is false or init() failed ("" once init() succeeded). */
 export function unavailableReason(): string {
   return reason;
 }

@@ -40,9 +40,12 @@ export interface FromPretrainedOptions {
 async function resolveDevice(map: string | undefined): Promise<string> {
   const want = map ?? "cpu";
   if (want === "webgpu" || want === "auto") {
-    if (await torch.webgpu.init()) return "webgpu";
-    if (want === "auto") return "cpu";
-    throw new Error(`fromPretrained: deviceMap 'webgpu' but WebGPU is unavailable: ${torch.webgpu.unavailableReason()}`);
+    if (want === "auto" && !(await torch.webgpu.isAvailable())) return "cpu";
+    // init() throws why (and how to get an adapter) when there is none
+    await torch.webgpu.init().catch((e: Error) => {
+      throw new Error(`fromPretrained: deviceMap 'webgpu' but ${e.message}`);
+    });
+    return "webgpu";
   }
   getDevice(want); // throws naming the device when it is not registered
   return want;

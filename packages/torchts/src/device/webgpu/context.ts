@@ -52,37 +52,68 @@ function attempts(o: WebGPUOptions): { backend: string; featureLevel?: "core" | 
   return [{ backend: "", featureLevel: fl }, { backend: "opengles", featureLevel: fl ?? "compatibility" }];
 }
 
-export async function acquire(o: WebGPUOptions): Promise<{ ctx: GpuContext | null; reason: string }> {
-  const errors: string[] = [];
+interface Candidate {
+  gpu: GPU;
+  backend: string;
+  featureLevel?: "core" | "compatibility";
+}
+
+/** The GPU objects to ask for an adapter, in order, or the reason when there is no WebGPU at all. */
+async function candidates(o: WebGPUOptions, errors: string[]): Promise<Candidate[] | string> {
   const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
-  const candidates: { gpu: GPU; backend: string; featureLevel?: "core" | "compatibility" }[] = [];
-  if (o.gpu) candidates.push({ gpu: o.gpu as GPU, backend: "given", featureLevel: o.featureLevel });
-  else if (nav?.gpu) candidates.push({ gpu: nav.gpu, backend: "navigator.gpu", featureLevel: o.featureLevel });
-  else {
-    const dawn = await loadDawn();
-    if (!dawn) return { ctx: null, reason: "no navigator.gpu and the `webgpu` npm package (Dawn for Node) is not installed" };
-    for (const k of ["GPUBufferUsage", "GPUMapMode", "GPUShaderStage"])
-      if (!(k in globalThis)) (globalThis as Record<string, unknown>)[k] = dawn.globals[k];
-    const adapterName = o.adapterName ?? env("TORCHTS_WEBGPU_ADAPTER");
-    for (const a of attempts(o)) {
-      const flags = [...(o.dawnFlags ?? [])];
-      if (a.backend) flags.push(`backend=${a.backend}`);
-      if (adapterName) flags.push(`adapter=${adapterName}`);
-      try {
-        candidates.push({ gpu: dawn.create(flags), backend: a.backend || "default", featureLevel: a.featureLevel });
-      } catch (e) {
-        errors.push(`${a.backend || "default"}: ${(e as Error).message}`);
-      }
+  if (o.gpu) return [{ gpu: o.gpu as GPU, backend: "given", featureLevel: o.featureLevel }];
+  if (nav?.gpu) return [{ gpu: nav.gpu, backend: "navigator.gpu", featureLevel: o.featureLevel }];
+  const dawn = await loadDawn();
+  if (!dawn) return "no navigator.gpu and the `webgpu` npm package (Dawn for Node) is not installed";
+  for (const k of ["GPUBufferUsage", "GPUMapMode", "GPUShaderStage"])
+    if (!(k in globalThis)) (globalThis as Record<string, unknown>)[k] = dawn.globals[k];
+  const adapterName = o.adapterName ?? env("TORCHTS_WEBGPU_ADAPTER");
+  const out: Candidate[] = [];
+  for (const a of attempts(o)) {
+    const flags = [...(o.dawnFlags ?? [])];
+    if (a.backend) flags.push(`backend=${a.backend}`);
+    if (adapterName) flags.push(`adapter=${adapterName}`);
+    try {
+      out.push({ gpu: dawn.create(flags), backend: a.backend || "default", featureLevel: a.featureLevel });
+    } catch (e) {
+      errors.push(`${a.backend || "default"}: ${(e as Error).message}`);
     }
   }
+  return out;
+}
+
+function requestAdapter(c: Candidate, o: WebGPUOptions): Promise<GPUAdapter | null> {
   const power = o.powerPreference ?? (env("TORCHTS_WEBGPU_POWER") as GPUPowerPreference | undefined);
-  for (const c of candidates) {
+  const opts: GPURequestAdapterOptions & { featureLevel?: string } = {};
+  if (power) opts.powerPreference = power;
+  if (o.forceFallbackAdapter) opts.forceFallbackAdapter = true;
+  if (c.featureLevel) opts.featureLevel = c.featureLevel;
+  return c.gpu.requestAdapter(opts);
+}
+
+/** Whether acquire(o) would find an adapter, without creating a device ("" reason when it would). */
+export async function probe(o: WebGPUOptions): Promise<{ ok: boolean; reason: string }> {
+  const errors: string[] = [];
+  const cs = await candidates(o, errors);
+  if (typeof cs === "string") return { ok: false, reason: cs };
+  for (const c of cs) {
     try {
-      const opts: GPURequestAdapterOptions & { featureLevel?: string } = {};
-      if (power) opts.powerPreference = power;
-      if (o.forceFallbackAdapter) opts.forceFallbackAdapter = true;
-      if (c.featureLevel) opts.featureLevel = c.featureLevel;
-      const adapter = await c.gpu.requestAdapter(opts);
+      if (await requestAdapter(c, o)) return { ok: true, reason: "" };
+      errors.push(`${c.backend}: no adapter`);
+    } catch (e) {
+      errors.push(`${c.backend}: ${(e as Error).message}`);
+    }
+  }
+  return { ok: false, reason: `no WebGPU adapter found (${errors.join("; ") || "none offered"})` };
+}
+
+export async function acquire(o: WebGPUOptions): Promise<{ ctx: GpuContext | null; reason: string }> {
+  const errors: string[] = [];
+  const cs = await candidates(o, errors);
+  if (typeof cs === "string") return { ctx: null, reason: cs };
+  for (const c of cs) {
+    try {
+      const adapter = await requestAdapter(c, o);
       if (!adapter) {
         errors.push(`${c.backend}: no adapter`);
         continue;

@@ -6,7 +6,8 @@ import * as torch from "../../../src/index.js";
 import { skip } from "./setup.js";
 
 test("isAvailable, device placement and .to('webgpu')", { skip }, async () => {
-  assert.equal(torch.webgpu.isAvailable(), true);
+  assert.equal(await torch.webgpu.isAvailable(), true);
+  assert.equal(torch.webgpu.isInitialized(), true);
   const x = torch.tensor([[1, 2], [3, 4]], { dtype: "float32" });
   const g = x.to("webgpu");
   assert.equal(g.device, "webgpu");

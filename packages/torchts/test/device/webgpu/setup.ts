@@ -3,7 +3,8 @@
 import { after, test } from "node:test";
 import * as torch from "../../../src/index.js";
 
-const ok = await torch.webgpu.init();
+// init() throws when there is no adapter; isAvailable() asks first
+const ok = (await torch.webgpu.isAvailable()) && (await torch.webgpu.init());
 /** false when webgpu runs, else the skip reason. */
 export const skip: string | false = ok ? false : `no WebGPU adapter: ${torch.webgpu.unavailableReason()}`;
 
