@@ -10,6 +10,7 @@ import * as L from "./ops/linalg.js";
 import * as RNG from "./ops/random.js";
 import { inplaceSet, copy_ as copyInplace } from "./ops/inplace.js";
 import { backward, type BackwardOptions } from "./autograd/engine.js";
+import { opOf } from "./ops/registry.js";
 
 type T = Tensor;
 type VI = R.ValuesIndices;
@@ -182,7 +183,15 @@ declare module "./tensor.js" {
 }
 
 const P = Tensor.prototype as unknown as Record<string, unknown>;
+// A name the op table already installed (its family file's installMethods) is left as it is.
+const taken = (name: string) => opOf(P[name]) !== undefined;
 const bind = (name: string, f: (...a: never[]) => unknown) => {
+  if (taken(name)) return;
+  const def = opOf(f);
+  if (def) {
+    P[name] = def.method; // a table op: `this` binds as its first parameter
+    return;
+  }
   P[name] = function (this: T, ...a: unknown[]) {
     return (f as (...x: unknown[]) => unknown)(this, ...a);
   };
@@ -228,7 +237,8 @@ const inplace: Record<string, (t: T, ...a: never[]) => T> = {
   addcmul_: M.addcmul, addcdiv_: M.addcdiv,
 };
 for (const [k, f] of Object.entries(inplace))
-  P[k] = function (this: T, ...a: unknown[]) {
+  if (!taken(k))
+    P[k] = function (this: T, ...a: unknown[]) {
     return inplaceSet(this, (f as (...x: unknown[]) => T)(this, ...a), k);
   };
 
@@ -237,7 +247,8 @@ const casts: Record<string, DType> = {
   bool: "bool", byte: "uint8",
 };
 for (const [k, d] of Object.entries(casts))
-  P[k] = function (this: T) {
+  if (!taken(k))
+    P[k] = function (this: T) {
     return S.to(this, d);
   };
 P.cpu = function (this: T) {

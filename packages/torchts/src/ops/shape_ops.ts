@@ -6,6 +6,7 @@ import { getDevice } from "../device/plugin.js";
 import { promoteTypes, type DType } from "../ir/dtype.js";
 import { inferShape, normDim, normDims, shapeStr, type Shape } from "../ir/shape.js";
 import { withOp } from "../runtime/mode.js";
+import { op, type Sig } from "./registry.js";
 import { Storage } from "../runtime/storage.js";
 import { Tensor } from "../tensor.js";
 import { affineView, attach, cast, catPrim, edgeOf, expand as expandView, padPrim, reshape as reshapeCore, unary } from "./core.js";
@@ -238,15 +239,14 @@ export function flip(x: Tensor, dims: number | number[]): Tensor {
   return affineView(x, "FlipBackward0", x.shape, coef, start);
 }
 
-export function roll(x: Tensor, shifts: number | number[], dims?: number | number[]): Tensor {
-  return withOp("roll", () => {
-    if (dims === undefined) {
-      const s = Array.isArray(shifts) ? shifts[0]! : shifts;
-      return reshapeCore(roll(flatten(x), s, 0), x.shape);
+export const roll = op<Sig<[input: Tensor, shifts: number | number[], dims?: number | number[]], { shifts?: number | number[]; dims?: number | number[] }, Tensor>>(
+  "roll(Tensor input, int[1] shifts, int[1] dims=[]) -> Tensor",
+  (x: Tensor, sh: number[], ds: number[]): Tensor => {
+    if (ds.length === 0) {
+      if (sh.length !== 1) throw new RangeError(`roll(): shifts and dimensions must align. shifts: ${sh.length}, dims: 0`);
+      return reshapeCore(roll(flatten(x), sh, 0), x.shape);
     }
-    const sh = Array.isArray(shifts) ? shifts : [shifts];
-    const ds = Array.isArray(dims) ? dims : [dims];
-    if (sh.length !== ds.length) throw new RangeError(`roll: shifts and dimensions must align. shifts: ${sh.length}, dims: ${ds.length}`);
+    if (sh.length !== ds.length) throw new RangeError(`roll(): shifts and dimensions must align. shifts: ${sh.length}, dims: ${ds.length}`);
     let r = x;
     sh.forEach((s, i) => {
       const d = normDim(ds[i]!, x.ndim, "roll");
@@ -257,8 +257,8 @@ export function roll(x: Tensor, shifts: number | number[], dims?: number | numbe
       r = cat([narrow(r, d, n - k, k), narrow(r, d, 0, n - k)], d);
     });
     return r;
-  });
-}
+  },
+);
 
 function triMask(x: Tensor, diagonal: number, upper: boolean): Tensor {
   if (x.ndim < 2) throw new RangeError(`${upper ? "triu" : "tril"}: input tensor must have at least 2 dimensions`);

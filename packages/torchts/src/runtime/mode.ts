@@ -52,6 +52,15 @@ let currentOp: string | null = null;
 export function currentOpName(): string | null {
   return currentOp;
 }
+/** Enter a public op (the binder's wrapper); returns whether this call is the outermost op. */
+export function enterOp(name: string): boolean {
+  if (currentOp !== null) return false;
+  currentOp = name;
+  return true;
+}
+export function exitOp(): void {
+  currentOp = null;
+}
 export function withOp<T>(name: string, fn: () => T): T {
   if (currentOp !== null) return fn();
   currentOp = name;

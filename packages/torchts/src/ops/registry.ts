@@ -1,0 +1,150 @@
+// The op table: every public op (torch.x, tensor.x, torch.nn.functional.x) is defined here by its
+// schema(s) and implementation, in the spirit of PyTorch's native_functions.yaml + its Python
+// argument parser. `op(schema, impl)` returns the public function: it binds any calling form
+// (positional / options object / mixed) with the one binder, names the op in every error it lets
+// through, and rolls back what a failed call recorded (fused eager's pending nodes), so a bad
+// call cannot leave state behind. Implementations receive clean arguments in schema order.
+import { Tensor } from "../tensor.js";
+import { enterOp, exitOp } from "../runtime/mode.js";
+import * as dispatch from "../runtime/dispatch.js";
+
+// TEMPORARY until runtime/dispatch.ts exports them (being added): fused-eager rollback hooks
+const D = dispatch as unknown as { opCheckpoint?: () => unknown; opRollback?: (t: unknown) => void };
+const opCheckpoint = (): unknown => (D.opCheckpoint ? D.opCheckpoint() : null);
+const opRollback = (t: unknown): void => D.opRollback?.(t);
+import { bindArgs, describeCall, signatureText } from "./binder.js";
+import { parseSchema, type Schema } from "./schema.js";
+
+type Impl = (...a: never[]) => unknown;
+
+export interface OpDef {
+  /** the name errors use: what the user called (camelCase) */
+  readonly name: string;
+  /** the table key: the name, or "F.name" / "Tensor.name" where the same name means another op */
+  readonly key: string;
+  readonly schemas: readonly Schema[];
+  readonly impls: readonly Impl[];
+  /** the public function (arguments in schema order, the first being the input) */
+  readonly fn: (...a: unknown[]) => unknown;
+  /** the same op as a Tensor method (`this` is parameter 0) */
+  readonly method: (this: Tensor, ...a: unknown[]) => unknown;
+}
+
+/** The table: key -> op. A test enumerates the public exports and checks each is here. */
+export const OP_TABLE = new Map<string, OpDef>();
+const byFunction = new WeakMap<object, OpDef>();
+
+/** The table entry of a public function or Tensor method (undefined if it is not an op). */
+export function opOf(f: unknown): OpDef | undefined {
+  return typeof f === "function" ? byFunction.get(f) : undefined;
+}
+
+/** Prefix an error that escaped an op with the op's name, keeping its class and stack. */
+function nameError(e: unknown, name: string): Error {
+  if (!(e instanceof Error)) return new Error(`${name}(): ${String(e)}`);
+  if (!e.message.startsWith(name)) {
+    e.message = `${name}(): ${e.message}`;
+    if (e.stack) e.stack = `${e.name}: ${e.message}\n${e.stack.split("\n").slice(1).join("\n")}`;
+  }
+  return e;
+}
+
+function invoke(def: OpDef, args: ArrayLike<unknown>, self: Tensor | undefined): unknown {
+  const schemas = def.schemas;
+  let vals = bindArgs(schemas[0]!, args, self);
+  let k = 0;
+  if (typeof vals === "string") {
+    if (schemas.length === 1) throw new TypeError(vals);
+    const first = vals;
+    for (k = 1; k < schemas.length; k++) {
+      vals = bindArgs(schemas[k]!, args, self);
+      if (typeof vals !== "string") break;
+    }
+    if (typeof vals === "string") {
+      // one reason is clearer than the list when every overload fails the same way
+      if (first.includes("unexpected keyword argument") && vals === first.replace(schemas[0]!.name, schemas[k - 1]!.name))
+        throw new TypeError(first);
+      throw new TypeError(
+        `${def.name}() received an invalid combination of arguments - got ${describeCall(args, self)}, but expected one of:\n` +
+          schemas.map((s) => ` * ${signatureText(s)}`).join("\n"),
+      );
+    }
+  }
+  const impl = def.impls[k] as (...a: unknown[]) => unknown;
+  if (!enterOp(def.name)) return impl(...vals);
+  const token = opCheckpoint();
+  try {
+    return impl(...vals);
+  } catch (e) {
+    opRollback(token);
+    throw nameError(e, def.name);
+  } finally {
+    exitOp();
+  }
+}
+
+export interface OpOptions {
+  /** table key when the name alone is taken by another op (e.g. "F.relu") */
+  key?: string;
+}
+
+/**
+ * Define a public op. `schema` is one schema or a list of overloads (tried in order, like
+ * PyTorch's parser); `impl` is one implementation or one per overload, called with the bound
+ * arguments in schema order. `F` is the public TypeScript signature (a test type-checks calls
+ * generated from the schema against it).
+ */
+export function op<F extends Impl>(schema: string | readonly string[], impl: Impl | readonly Impl[], opts: OpOptions = {}): F {
+  const schemas = (typeof schema === "string" ? [schema] : schema).map(parseSchema);
+  const impls = typeof impl === "function" ? schemas.map(() => impl) : impl;
+  if (impls.length !== schemas.length) throw new Error(`op ${schemas[0]!.name}: ${schemas.length} schemas, ${impls.length} implementations`);
+  const name = schemas[0]!.name;
+  for (const s of schemas) if (s.name !== name) throw new Error(`op ${name}: overload named ${s.name}`);
+  const key = opts.key ?? name;
+  if (OP_TABLE.has(key)) throw new Error(`op table: '${key}' is defined twice`);
+  const def = {
+    name,
+    key,
+    schemas,
+    impls,
+    fn: null as unknown as OpDef["fn"],
+    method: null as unknown as OpDef["method"],
+  };
+  def.fn = function (...args: unknown[]) {
+    return invoke(def, args, undefined);
+  };
+  def.method = function (this: Tensor, ...args: unknown[]) {
+    return invoke(def, args, this);
+  };
+  Object.defineProperty(def.fn, "name", { value: name });
+  Object.defineProperty(def.method, "name", { value: name });
+  OP_TABLE.set(key, def);
+  byFunction.set(def.fn, def);
+  byFunction.set(def.method, def);
+  return def.fn as unknown as F;
+}
+
+/** Attach ops as Tensor methods: `tensor.name(...)` binds `this` as the op's first parameter. */
+export function installMethods(methods: Record<string, unknown>): void {
+  const P = Tensor.prototype as unknown as Record<string, unknown>;
+  for (const [name, f] of Object.entries(methods)) {
+    const def = opOf(f);
+    if (!def) throw new Error(`installMethods: '${name}' is not an op of the table`);
+    P[name] = def.method;
+  }
+}
+
+/** Define an op that exists only as a Tensor method (x.where(cond, other), x.float()). */
+export function method(name: string, schema: string | readonly string[], impl: Impl | readonly Impl[]): void {
+  const f = op(schema, impl, { key: `Tensor.${name}` });
+  installMethods({ [name]: f });
+}
+
+/**
+ * A public signature from PyTorch's calling convention: the positional parameters `P` (labels
+ * kept for editors), any of which may instead be the trailing options object `O` of keyword
+ * arguments (camelCase), which may also follow the positional ones.
+ */
+export type Sig<P extends unknown[], O, R> = (...args: [...{ [K in keyof P]: P[K] | O }, opts?: O]) => R;
+/** The Tensor-method form of a public function: its first parameter is `this`. */
+export type Method<F> = F extends (self: never, ...rest: infer A) => infer R ? (...args: A) => R : never;
