@@ -3,10 +3,12 @@
 // becomes one gather over a flat linear index, so gradients (scatter-add) come from core.
 // Host reads: nonzero/bool masks must know how many elements they select, and int index
 // tensors on host-readable devices are bounds-checked on the host so errors name the
-// index like PyTorch; both synchronize (flush pending work) when the index is not ready.
+// index like PyTorch; both synchronize (flush pending work) when the index is not ready. On a
+// device without synchronous reads (webgpu) a mask raises (needHostRead); a cpu mask or index
+// tensor may index a tensor on any device, as in PyTorch (its indices are uploaded).
 import { isFloating, type DType } from "../ir/dtype.js";
 import { broadcastShapes, normDim, numel, sameShape, shapeStr, type Shape } from "../ir/shape.js";
-import { withOp } from "../runtime/mode.js";
+import { currentOpName, withOp } from "../runtime/mode.js";
 import { isGradEnabled } from "../autograd/grad_mode.js";
 import { Tensor, type NestedArray, type TensorLike } from "../tensor.js";
 import {
@@ -103,9 +105,26 @@ interface Adv {
 
 const isIntDtype = (d: DType) => d === "int64" || d === "int32" || d === "int8";
 
+/**
+ * A boolean mask (or nonzero's input) is read on the host to count its true elements, which size
+ * the result; on a device without synchronous reads (webgpu) that raises, naming the op and the fix.
+ */
+function needHostRead(t: Tensor): void {
+  if (t._storage.device.readSync) return;
+  const op = currentOpName() ?? "nonzero";
+  const d = t.device;
+  const why = `needs its number of true (nonzero) elements on the host, since they size the result, and ${d} tensors cannot be read synchronously`;
+  throw new Error(
+    op === "nonzero" || op === "argwhere"
+      ? `${op}: the input on ${d} ${why}. Use torch.${op}(await t.cpuAsync()) (and .to("${d}") if the indices are needed there).`
+      : `${op}: a boolean mask on ${d} ${why}. Pass the mask on the cpu instead, e.g. x.index(await mask.cpuAsync()): ` +
+          `a cpu mask or index tensor may index a ${d} tensor, as in PyTorch (maskedFill and torch.where need no host read).`,
+  );
+}
+
 /** Record a tensor index at `dim` of a tensor of `shape`; returns how many dims it consumes. */
 function pushTensorIndex(adv: Adv[], t: Tensor, dim: number, shape: Shape, device: string): number {
-  if (t.device !== device)
+  if (t.device !== device && t.device !== "cpu")
     throw new Error(`indices should be either on cpu or on the same device as the indexed tensor (${device})`);
   if (t.dtype === "bool" || t.dtype === "uint8") {
     for (let j = 0; j < t.ndim; j++)
@@ -113,11 +132,20 @@ function pushTensorIndex(adv: Adv[], t: Tensor, dim: number, shape: Shape, devic
         throw new RangeError(
           `The shape of the mask ${shapeStr(t.shape)} at index ${j} does not match the shape of the indexed tensor ${shapeStr(shape)} at index ${dim + j}`,
         );
-    const nz = nonzero(t);
+    needHostRead(t);
+    const nz = S.toDevice(nonzero(t), device); // a cpu mask's indices are uploaded
     for (let j = 0; j < t.ndim; j++) adv.push({ dim: dim + j, t: S.select(nz, 1, j), safe: true });
     return t.ndim;
   }
   if (!isIntDtype(t.dtype)) throw new TypeError("tensors used as indices must be long, byte or bool tensors");
+  if (t.device !== device) {
+    // a cpu index for a tensor on another device: bounds-checked and wrapped on the host, then uploaded
+    const size = shape[dim]!;
+    const i64 = cast(t, "int64");
+    const neg = checkIndex(i64, size, (v) => `index ${v} is out of bounds for dimension ${dim} with size ${size}`);
+    adv.push({ dim, t: S.toDevice(wrapNegative(i64, size, neg), device), safe: true });
+    return 1;
+  }
   adv.push({ dim, t: cast(t, "int64") });
   return 1;
 }
@@ -168,6 +196,7 @@ function applyBasic(x: Tensor, items: Item[]): { view: Tensor; adv: Adv[] } {
         if (it.t.ndim === 0 && it.t.dtype === "bool") {
           // x[True] adds an axis; x[False] adds an empty one
           r = S.unsqueeze(r, dim);
+          needHostRead(it.t);
           if (!it.t._tolistSync()) adv.push({ dim, t: tensor([], { dtype: "int64", device: x.device }) });
           dim++;
         } else dim += pushTensorIndex(adv, it.t, dim, r.shape, x.device);
@@ -343,6 +372,7 @@ export function nonzero(x: Tensor): Tensor;
 export function nonzero(x: Tensor, opts: { asTuple: true }): Tensor[];
 export function nonzero(x: Tensor, opts: { asTuple?: boolean } = {}): Tensor | Tensor[] {
   return withOp("nonzero", () => {
+    needHostRead(x);
     const d = x._contiguousHost();
     const nd = x.ndim;
     const out: number[] = [];
