@@ -10,6 +10,7 @@ import { isFloating, type DType } from "../ir/dtype.js";
 import { broadcastShapes, normDim, numel, sameShape, shapeStr, type Shape } from "../ir/shape.js";
 import { currentOpName, withOp } from "../runtime/mode.js";
 import { isGradEnabled } from "../autograd/grad_mode.js";
+import { realize, traceState } from "../runtime/dispatch.js";
 import { Tensor, type NestedArray, type TensorLike } from "../tensor.js";
 import {
   cast,
@@ -204,6 +205,83 @@ function applyBasic(x: Tensor, items: Item[]): { view: Tensor; adv: Adv[] } {
     }
   }
   return { view: r, adv };
+}
+
+// ---------------- host bounds checks of index values ----------------
+
+/**
+ * The smallest and largest value of an integer index tensor, read on the host; null where no cheap
+ * synchronous read exists, and then the caller skips its value check:
+ * - a device without synchronous reads (webgpu): reading would need an await; its kernels are not
+ *   bounds-checked either, so an out-of-range index there is undefined behaviour, as in CUDA PyTorch
+ *   (a device-side assert there, here no error);
+ * - while torch.compile traces: a host read there is a graph break (dispatch's hostReadError); the
+ *   cpu kernel checks every index when the compiled graph runs (its error names the primitive).
+ * A pending index (fused eager) is realized first: its producer runs (only the graph that index
+ * needs), which fused mode would do anyway before the gather/scatter kernel, which is not fused.
+ * A recorded node with a bad index would otherwise fail at some later, unrelated flush.
+ * The scan is one pass over the values without a copy for a contiguous index (about 1 ns an element;
+ * an embedding batch of 64K ids costs ~0.1 ms).
+ */
+interface IndexScan {
+  min: number;
+  max: number;
+  /** the values are data[off .. off + n) */
+  data: ArrayLike<number>;
+  off: number;
+  n: number;
+}
+
+function indexBounds(t: Tensor): IndexScan | null {
+  const st = t._storage;
+  const dev = st.device;
+  if (!dev.readSync || traceState.fn !== null) return null;
+  const n = t.numel();
+  if (n === 0) return { min: 0, max: -1, data: [], off: 0, n: 0 };
+  let data: ArrayLike<number>;
+  let off = 0;
+  if (t.isContiguous()) {
+    t._checkAlive();
+    realize(st);
+    data = dev.readSync(st.buf!, st.dtype, st.numel) as ArrayLike<number>;
+    off = t._offset;
+  } else data = t._contiguousHost() as ArrayLike<number>;
+  let min = Infinity;
+  let max = -Infinity;
+  for (let i = off, e = off + n; i < e; i++) {
+    const v = data[i]!;
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  return { min, max, data, off, n };
+}
+
+/** The first value (row-major) outside [lo, hi) of a scanned index. */
+function firstOutside(s: IndexScan, lo: number, hi: number): number {
+  for (let i = s.off, e = s.off + s.n; i < e; i++) {
+    const v = s.data[i]!;
+    if (v < lo || v >= hi) return v;
+  }
+  return NaN;
+}
+
+/**
+ * Check on the host that every value of the integer tensor `index` lies in [0, size) (where the
+ * device allows a cheap synchronous read: see indexBounds; elsewhere nothing is checked and it
+ * returns false). With `dim`, it throws PyTorch's gather/scatter RuntimeError (an Error)
+ * "op(): index 9 is out of bounds for dimension 1 with size 4"; without, PyTorch's IndexError of
+ * index_select / index_add / embedding (a RangeError) "op(): index out of range in self".
+ * Exported for other modules' index arguments (F.embedding); not public API.
+ */
+export function _checkIndexRange(index: Tensor, size: number, op: string, dim?: number): boolean {
+  const b = indexBounds(index);
+  if (b === null) return false;
+  if (b.min < 0 || b.max >= size) {
+    if (dim === undefined) throw new RangeError(`${op}(): index out of range in self`);
+    const v = firstOutside(b, 0, size);
+    throw new Error(`${op}(): index ${v} is out of bounds for dimension ${dim} with size ${size}`);
+  }
+  return true;
 }
 
 /** Bounds-check an index on the host (when the device allows a synchronous read); returns whether any is negative. */
