@@ -2,6 +2,7 @@
 import { registerDevice as _register } from "./device/plugin.js";
 import { cpu as cpuDevice } from "./device/cpu/index.js";
 import "./methods.js";
+import "./ops/tensor_basics.js";
 
 _register("cpu", cpuDevice);
 
@@ -26,6 +27,7 @@ export {
   getRngState, setRngState, defaultGenerator,
 } from "./ops/random.js";
 export { var_ as var } from "./ops/reduce.js";
+export { OutOfMemoryError } from "./runtime/errors.js";
 
 import { sameShape } from "./ir/shape.js";
 import { cacheStats, resetCache } from "./runtime/cache.js";

@@ -13,6 +13,8 @@ import { backward, type BackwardOptions } from "./autograd/engine.js";
 import { opOf } from "./ops/registry.js";
 
 type T = Tensor;
+/** backward()'s keyword arguments (PyTorch's gradient, retain_graph, create_graph, inputs) */
+type BackwardArgs = BackwardOptions & { gradient?: T | null; inputs?: T[] | null };
 type VI = R.ValuesIndices;
 declare module "./tensor.js" {
   interface Tensor {
@@ -178,7 +180,13 @@ declare module "./tensor.js" {
     normal_(mean?: number, std?: number, gen?: RNG.Generator): T;
     requiresGrad_(v?: boolean): T;
     // autograd
-    backward(gradient?: T | null, opts?: BackwardOptions): void;
+    backward(
+      gradient?: T | null | BackwardArgs,
+      retainGraph?: boolean | null | BackwardArgs,
+      createGraph?: boolean | BackwardArgs,
+      inputs?: T[] | null | BackwardArgs,
+      opts?: BackwardArgs,
+    ): void;
   }
 }
 

@@ -57,9 +57,11 @@ export class Tensor {
     return this.shape.length;
   }
   size(): number[];
-  size(dim: number): number;
-  size(dim?: number): number[] | number {
-    if (dim === undefined) return [...this.shape];
+  size(dim: number | { dim: number }): number;
+  size(opts: { dim?: null }): number[];
+  size(dim?: number | { dim?: number | null }): number[] | number {
+    // the op table's entry (ops/tensor_basics.ts) binds the arguments; this is the bare accessor
+    if (dim === undefined || typeof dim === "object") return [...this.shape];
     const d = dim < 0 ? dim + this.ndim : dim;
     if (d < 0 || d >= this.ndim)
       throw new RangeError(`Dimension out of range (expected to be in range of [${-this.ndim}, ${this.ndim - 1}], but got ${dim})`);
@@ -68,16 +70,24 @@ export class Tensor {
   numel(): number {
     return numel(this.shape);
   }
+  /** PyTorch's aliases of dim() and numel() */
+  ndimension(): number {
+    return this.shape.length;
+  }
+  nelement(): number {
+    return numel(this.shape);
+  }
   stride(): number[];
-  stride(dim: number): number;
-  stride(dim?: number): number[] | number {
-    if (dim === undefined) return [...this._strides];
+  stride(dim: number | { dim: number }): number;
+  stride(opts: { dim?: null }): number[];
+  stride(dim?: number | { dim?: number | null }): number[] | number {
+    if (dim === undefined || typeof dim === "object") return [...this._strides];
     return this._strides[dim < 0 ? dim + this.ndim : dim]!;
   }
   storageOffset(): number {
     return this._offset;
   }
-  isContiguous(): boolean {
+  isContiguous(_opts?: { memoryFormat?: "contiguous_format" | "preserve_format" | "channels_last" | "channels_last_3d" }): boolean {
     return isContiguous(this.shape, this._strides);
   }
   get strides(): number[] {
@@ -116,7 +126,8 @@ export class Tensor {
       throw new Error(`only Tensors of floating point dtype can require gradients (got ${this.dtype})`);
     this._requiresGrad = v;
   }
-  requiresGrad_(v = true): this {
+  requiresGrad_(v: boolean | { requiresGrad?: boolean } = true): this {
+    if (typeof v === "object") v = v.requiresGrad ?? true;
     this.requiresGrad = v;
     return this;
   }

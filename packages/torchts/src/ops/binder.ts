@@ -94,6 +94,11 @@ function where(s: Schema, p: Param, pos: number, method: boolean): string {
   return pos < 0 ? `${s.name}(): argument '${p.name}'` : `${s.name}(): argument '${p.name}' (position ${pos + (method ? 0 : 1)})`;
 }
 
+function disposedArg(s: Schema, p: Param, pos: number, method: boolean, err: { msg: string | null }): undefined {
+  err.msg = `${where(s, p, pos, method)} is a Tensor that has been disposed (by dispose(), \`using\` or torch.scope) and can no longer be used`;
+  return undefined;
+}
+
 function listElems(
   s: Schema,
   p: Param,
@@ -127,9 +132,11 @@ function checkValue(s: Schema, p: Param, v: unknown, pos: number, method: boolea
   switch (p.kind) {
     case "Tensor":
       if (!(v instanceof Tensor)) return bad();
+      if (v.isDisposed) return disposedArg(s, p, pos, method, err);
       return v;
     case "TensorLike":
       if (!(v instanceof Tensor) && !isScalar(v)) return bad();
+      if (v instanceof Tensor && v.isDisposed) return disposedArg(s, p, pos, method, err);
       return v;
     case "int":
       if (!isInt(v)) return bad();
@@ -213,6 +220,7 @@ function checkValue(s: Schema, p: Param, v: unknown, pos: number, method: boolea
     case "Tensor[]": {
       const r = listElems(s, p, v, pos, method, (e) => e instanceof Tensor, "Tensor");
       if (typeof r === "string") return (err.msg = r), undefined;
+      for (const t of r as Tensor[]) if (t.isDisposed) return disposedArg(s, p, pos, method, err);
       return r;
     }
     case "Generator": {

@@ -28,6 +28,7 @@ export interface OpDef {
   readonly fn: (...a: unknown[]) => unknown;
   /** the same op as a Tensor method (`this` is parameter 0) */
   readonly method: (this: Tensor, ...a: unknown[]) => unknown;
+  readonly transparent: boolean;
 }
 
 /** The table: key -> op. A test enumerates the public exports and checks each is here. */
@@ -47,6 +48,18 @@ function nameError(e: unknown, name: string): Error {
     if (e.stack) e.stack = `${e.name}: ${e.message}\n${e.stack.split("\n").slice(1).join("\n")}`;
   }
   return e;
+}
+
+/** Outside the op scope, but errors (and async rejections) still name the op. */
+function transparentCall(name: string, impl: (...a: unknown[]) => unknown, vals: unknown[]): unknown {
+  let r: unknown;
+  try {
+    r = impl(...vals);
+  } catch (e) {
+    throw nameError(e, name);
+  }
+  if (r instanceof Promise) return r.catch((e: unknown) => Promise.reject(nameError(e, name)));
+  return r;
 }
 
 function invoke(def: OpDef, args: ArrayLike<unknown>, self: Tensor | undefined): unknown {
@@ -71,6 +84,7 @@ function invoke(def: OpDef, args: ArrayLike<unknown>, self: Tensor | undefined):
     }
   }
   const impl = def.impls[k] as (...a: unknown[]) => unknown;
+  if (def.transparent) return transparentCall(def.name, impl, vals);
   if (!enterOp(def.name)) return impl(...vals);
   const token = opCheckpoint();
   try {
@@ -86,6 +100,11 @@ function invoke(def: OpDef, args: ArrayLike<unknown>, self: Tensor | undefined):
 export interface OpOptions {
   /** table key when the name alone is taken by another op (e.g. "F.relu") */
   key?: string;
+  /**
+   * Bind and validate only: the implementation runs outside the op scope (no op naming, no
+   * rollback), for entries that run other ops on the user's behalf (backward, host reads).
+   */
+  transparent?: boolean;
 }
 
 /**
@@ -107,6 +126,7 @@ export function op<F extends Impl>(schema: string | readonly string[], impl: Imp
     key,
     schemas,
     impls,
+    transparent: opts.transparent ?? false,
     fn: null as unknown as OpDef["fn"],
     method: null as unknown as OpDef["method"],
   };
@@ -135,8 +155,8 @@ export function installMethods(methods: Record<string, unknown>): void {
 }
 
 /** Define an op that exists only as a Tensor method (x.where(cond, other), x.float()). */
-export function method(name: string, schema: string | readonly string[], impl: Impl | readonly Impl[]): void {
-  const f = op(schema, impl, { key: `Tensor.${name}` });
+export function method(name: string, schema: string | readonly string[], impl: Impl | readonly Impl[], opts: OpOptions = {}): void {
+  const f = op(schema, impl, { key: `Tensor.${name}`, ...opts });
   installMethods({ [name]: f });
 }
 

@@ -126,13 +126,29 @@ function parseDefault(text: string, kind: Kind, size: number, schema: string): u
   throw new Error(`schema ${schema}: cannot parse default '${text}'`);
 }
 
+/** [whole, name, parameter list, returns] — the parameter list ends at the paren matching the first. */
+function matchSchema(text: string): [string, string, string, string | undefined] | null {
+  const h = /^\s*([A-Za-z_][\w.]*)\s*\(/.exec(text);
+  if (!h) return null;
+  let depth = 1;
+  let i = h[0].length;
+  for (; i < text.length && depth > 0; i++) {
+    if (text[i] === "(") depth++;
+    else if (text[i] === ")") depth--;
+  }
+  if (depth !== 0) return null;
+  const rest = text.slice(i).trim();
+  if (rest !== "" && !rest.startsWith("->")) return null;
+  return [text, h[1]!, text.slice(h[0].length, i - 1), rest === "" ? undefined : rest.slice(2).trim()];
+}
+
 const cache = new Map<string, Schema>();
 
 /** Parse a schema string (cached: the same text gives the same object). */
 export function parseSchema(text: string): Schema {
   const hit = cache.get(text);
   if (hit) return hit;
-  const m = /^\s*([A-Za-z_][\w.]*)\s*\((.*)\)\s*(?:->\s*(.+))?$/s.exec(text);
+  const m = matchSchema(text);
   if (!m) throw new Error(`cannot parse op schema: ${text}`);
   const name = m[1]!;
   const params: Param[] = [];

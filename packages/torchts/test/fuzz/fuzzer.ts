@@ -1,0 +1,617 @@
+// The op-table fuzzer. For every op of the table it takes the op's samples (test/ops/opinfo/)
+// and
+//  1. calls each sample in every calling form (positional, options object, input by keyword,
+//     mixed, varargs, Tensor method) in every eager mode and under torch.compile; all must agree
+//     exactly;
+//  2. mutates it, one argument at a time (wrong types, NaN, infinities, negative and huge sizes,
+//     out-of-range dims and indices, unknown and misspelled keys, disposed tensors, tensors on
+//     another device): each mutated call must either succeed with a well-formed result or throw
+//     an Error whose message names the op, leave no pending node (fused eager) and no changed
+//     version counter behind;
+//  3. after every call, runs a canary (forward and backward through the arena) that must stay
+//     exact.
+// `runFuzz` returns the counts; the CI test (ops.fuzz.test.ts) asserts the failures are zero,
+// and `run.ts` is the command line (--seed, --long, --op).
+import * as torch from "../../src/index.js";
+import { Tensor } from "../../src/index.js";
+import { OP_TABLE, type OpDef } from "../../src/ops/registry.js";
+import type { Param, Schema } from "../../src/ops/schema.js";
+import { isPlainObject } from "../../src/ops/binder.js";
+import { pendingCount } from "../../src/runtime/dispatch.js";
+import { Maker, type OpInfos, type Sample } from "../ops/opinfo/types.js";
+import { ALL_OPINFOS } from "../ops/opinfo/index.js";
+
+export interface FuzzOptions {
+  seed: number;
+  /** more samples, more mutations per parameter, every mode for mutations */
+  long: boolean;
+  /** only these table keys */
+  only?: string[];
+  modes?: torch.EagerMode[];
+  compile?: boolean;
+  /** a second device for mixed-device mutations (e.g. "webgpu"), when available */
+  otherDevice?: string | null;
+  log?: (s: string) => void;
+}
+
+export interface FuzzReport {
+  ops: number;
+  calls: number;
+  validCalls: number;
+  mutatedCalls: number;
+  mutatedThrew: number;
+  mutatedSucceeded: number;
+  compiled: number;
+  compileGraphBreaks: number;
+  failures: string[];
+}
+
+class Rng {
+  constructor(private s: number) {}
+  next(): number {
+    let t = (this.s = (this.s + 0x6d2b79f5) >>> 0);
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+  int(n: number): number {
+    return Math.floor(this.next() * n);
+  }
+  pick<T>(xs: readonly T[], k: number): T[] {
+    const a = [...xs];
+    for (let i = a.length - 1; i > 0; i--) {
+      const j = this.int(i + 1);
+      [a[i], a[j]] = [a[j]!, a[i]!];
+    }
+    return a.slice(0, k);
+  }
+}
+
+// ---------------------------------------------------------------- results
+
+type Snap = unknown;
+
+/** A comparable host copy of a result: tensors become {shape, dtype, values}. */
+async function snap(v: unknown, depth = 0): Promise<Snap> {
+  if (depth > 4) return "<deep>";
+  if (v instanceof Tensor) {
+    if (v.isDisposed) return { disposed: true };
+    const n = v.numel();
+    return { shape: [...v.shape], dtype: v.dtype, values: n <= 1 << 16 ? Array.from(await v.data()) : `<${n} elements>` };
+  }
+  if (Array.isArray(v)) return Promise.all(v.map((e) => snap(e, depth + 1)));
+  if (v !== null && typeof v === "object") {
+    const out: Record<string, Snap> = {};
+    for (const [k, e] of Object.entries(v)) if (typeof e !== "function") out[k] = await snap(e, depth + 1);
+    return out;
+  }
+  if (typeof v === "function") return "<function>";
+  return v;
+}
+
+function same(a: Snap, b: Snap): boolean {
+  if (Object.is(a, b)) return true;
+  if (typeof a === "number" && typeof b === "number") return Object.is(a, b);
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => same(x, b[i]));
+  if (a && b && typeof a === "object" && typeof b === "object") {
+    const ka = Object.keys(a);
+    const kb = Object.keys(b);
+    return ka.length === kb.length && ka.every((k) => same((a as Record<string, Snap>)[k], (b as Record<string, Snap>)[k]));
+  }
+  return false;
+}
+
+function short(s: Snap): string {
+  const t = JSON.stringify(s, (_, v) => (typeof v === "number" && !Number.isFinite(v) ? String(v) : v));
+  return t === undefined ? String(s) : t.length > 200 ? t.slice(0, 200) + "..." : t;
+}
+
+/** Is a successful result well formed: tensors alive with integer, non-negative shapes and readable values. */
+async function wellFormed(v: unknown, depth = 0): Promise<string | null> {
+  if (depth > 4) return null;
+  if (v instanceof Tensor) {
+    if (v.isDisposed) return "returned a disposed tensor";
+    for (const d of v.shape) if (!Number.isInteger(d) || d < 0) return `returned a tensor of shape [${v.shape.join(", ")}]`;
+    const n = v.numel();
+    if (!Number.isSafeInteger(n)) return `returned a tensor of ${n} elements`;
+    if (n <= 1 << 16) {
+      const d = await v.data();
+      if (d.length !== n) return `returned ${d.length} values for ${n} elements`;
+    }
+    return null;
+  }
+  if (Array.isArray(v)) {
+    for (const e of v) {
+      const r = await wellFormed(e, depth + 1);
+      if (r) return r;
+    }
+    return null;
+  }
+  if (v !== null && typeof v === "object" && !(v instanceof Promise))
+    for (const e of Object.values(v)) {
+      const r = await wellFormed(e, depth + 1);
+      if (r) return r;
+    }
+  return null;
+}
+
+// ---------------------------------------------------------------- the canary
+
+interface CanaryRef {
+  loss: number[];
+  grad: number[];
+  sum: number;
+}
+async function canaryValues(): Promise<CanaryRef> {
+  const prevMode = torch.getEagerMode();
+  torch.setEagerMode("strict");
+  try {
+    return await torch.enableGrad(async () => {
+      const a = torch.tensor([[0.5, -1, 2, 0.25], [1.5, 0.75, -0.5, 1], [-2, 0.125, 1, 3], [0.5, 0.5, -1.25, 2]]);
+      a.requiresGrad_();
+      const loss = a.mul(2).sum().add(a.matmul(a).sum()).add(a.tanh().pow(2).mean());
+      loss.backward();
+      const g = torch.Generator ? null : null;
+      void g;
+      torch.manualSeed(7);
+      const big = torch.randn(64, 64).mul(2).abs().sum();
+      return { loss: Array.from(await loss.data()), grad: Array.from(await a.grad!.data()), sum: (await big.data())[0]! };
+    });
+  } finally {
+    torch.setEagerMode(prevMode);
+  }
+}
+
+// ---------------------------------------------------------------- calling forms
+
+interface Form {
+  name: string;
+  call: () => unknown;
+}
+
+function pickSchema(def: OpDef, s: Sample): Schema | null {
+  for (const sc of def.schemas) {
+    const keys = Object.keys(s);
+    if (!keys.every((k) => sc.byName.has(k))) continue;
+    if (sc.params.some((p) => !p.hasDefault && !p.optional && !(p.name in s) && !p.kwOnly)) continue;
+    return sc;
+  }
+  return null;
+}
+
+function methodOf(def: OpDef): string | null {
+  const P = Tensor.prototype as unknown as Record<string, unknown>;
+  for (const name of [def.name, def.key.startsWith("Tensor.") ? def.key.slice(7) : null]) {
+    if (name && typeof P[name] === "function" && P[name] === def.method) return name;
+  }
+  return null;
+}
+
+/** The calling forms of one sample (each builds its arguments from a fresh sample). */
+function formsOf(def: OpDef, sc: Schema, fresh: () => Sample, rng: Rng): Form[] {
+  const ps = sc.params;
+  const fn = def.fn as (...a: unknown[]) => unknown;
+  const s0 = fresh();
+  const given = ps.filter((p) => p.name in s0);
+  const lastPos = Math.max(-1, ...given.filter((p) => !p.kwOnly).map((p) => p.index));
+  const kwGiven = given.filter((p) => p.kwOnly);
+  const forms: Form[] = [];
+  const positional = (s: Sample, upto: number): unknown[] => ps.slice(0, upto + 1).map((p) => (p.name in s ? s[p.name] : undefined));
+  const opts = (s: Sample, from: number): Record<string, unknown> => {
+    const o: Record<string, unknown> = {};
+    for (const p of ps) if (p.index >= from && p.name in s) o[p.name] = s[p.name];
+    return o;
+  };
+  // an options object can only trail; a positional plain-object value would be read as one
+  const ambiguous = given.some((p) => isPlainObject(s0[p.name]));
+  const withKw = (s: Sample, args: unknown[]): unknown[] => {
+    const kw: Record<string, unknown> = {};
+    for (const p of kwGiven) kw[p.name] = s[p.name];
+    return kwGiven.length ? [...args, kw] : args;
+  };
+  forms.push({ name: "positional", call: () => { const s = fresh(); return fn(...withKw(s, positional(s, lastPos))); } });
+  if (!ambiguous) {
+    forms.push({ name: "options", call: () => { const s = fresh(); return ps[0] && ps[0].name in s ? fn(s[ps[0].name], opts(s, 1)) : fn(opts(s, 0)); } });
+    forms.push({ name: "all keywords", call: () => fn(opts(fresh(), 0)) });
+    if (lastPos >= 1) {
+      const k = 1 + rng.int(lastPos);
+      forms.push({ name: `mixed(${k} positional)`, call: () => { const s = fresh(); return fn(...positional(s, k - 1), opts(s, k)); } });
+    }
+  }
+  const va = sc.varargsIndex;
+  if (va >= 0 && lastPos === va && Array.isArray(s0[ps[va]!.name]) && (s0[ps[va]!.name] as unknown[]).length >= 2)
+    forms.push({ name: "varargs", call: () => { const s = fresh(); return fn(...withKw(s, [...positional(s, va - 1), ...(s[ps[va]!.name] as unknown[])])); } });
+  const m = methodOf(def);
+  if (m && ps[0] && (ps[0].kind === "Tensor") && ps[0].name in s0) {
+    forms.push({
+      name: "method",
+      call: () => {
+        const s = fresh();
+        const self = s[ps[0]!.name] as Record<string, (...a: unknown[]) => unknown>;
+        return self[m]!(...withKw(s, positional(s, lastPos).slice(1)));
+      },
+    });
+    if (!ambiguous)
+      forms.push({
+        name: "method options",
+        call: () => {
+          const s = fresh();
+          const self = s[ps[0]!.name] as Record<string, (...a: unknown[]) => unknown>;
+          return self[m]!(opts(s, 1));
+        },
+      });
+  }
+  return forms;
+}
+
+// ---------------------------------------------------------------- mutations
+
+interface Mutation {
+  what: string;
+  /** the value for the parameter; NO_KEY drops it; undefined is a value (JS `undefined`) */
+  value: unknown;
+  /** the call must throw (a value no schema accepts) */
+  mustThrow: boolean;
+}
+const disposed = (): Tensor => {
+  const t = torch.zeros(2, 2);
+  t.dispose();
+  return t;
+};
+
+function mutationsFor(p: Param, sample: Sample, otherDevice: string | null): Mutation[] {
+  const v = sample[p.name];
+  const ndim = (() => {
+    for (const e of Object.values(sample)) if (e instanceof Tensor) return e.ndim;
+    return 2;
+  })();
+  const m: Mutation[] = [];
+  const throwing = (what: string, value: unknown) => m.push({ what, value, mustThrow: true });
+  const maybe = (what: string, value: unknown) => m.push({ what, value, mustThrow: false });
+  const notNull = !p.optional;
+  switch (p.kind) {
+    case "Tensor":
+    case "TensorLike":
+      throwing("str", "a");
+      throwing("function", () => 1);
+      if (notNull) throwing("null", null);
+      throwing("array", [1, 2]);
+      throwing("disposed tensor", disposed());
+      if (p.kind === "Tensor") throwing("number", 3);
+      maybe("0-dim tensor", torch.tensor(1.5));
+      maybe("empty tensor", torch.zeros(0));
+      maybe("int64 tensor", torch.tensor([[1, 2], [3, 4]]));
+      maybe("bool tensor", torch.tensor([true, false]));
+      maybe("NaN tensor", torch.full([2, 2], NaN));
+      if (v instanceof Tensor) {
+        maybe("extra dim", v.unsqueeze(0));
+        if (v.ndim > 0) maybe("transposed/strided", v.ndim >= 2 ? v.transpose(0, 1) : v.flip(0));
+        if (otherDevice) maybe(`tensor on ${otherDevice}`, v.to(otherDevice));
+      }
+      if (p.kind === "TensorLike") {
+        maybe("NaN", NaN);
+        maybe("Infinity", Infinity);
+        throwing("null", null);
+      }
+      break;
+    case "int":
+      throwing("float", 1.5);
+      throwing("NaN", NaN);
+      throwing("Infinity", Infinity);
+      throwing("str", "1");
+      throwing("bool", true);
+      if (notNull) throwing("null", null);
+      maybe("-1", -1);
+      maybe("-2^31", -(2 ** 31));
+      maybe("1e12", 1e12);
+      maybe("2^53", 2 ** 53);
+      if (/dim/i.test(p.name)) {
+        maybe("dim too large", ndim + 3);
+        maybe("dim too small", -ndim - 3);
+      }
+      break;
+    case "int[]":
+    case "Size":
+      throwing("str", "a");
+      throwing("[float]", [1.5]);
+      throwing("[NaN]", [NaN]);
+      throwing("[str]", ["1"]);
+      if (notNull) throwing("null", null);
+      maybe("[-1]", [-1]);
+      maybe("[1e12]", [1e12]);
+      maybe("[2^31, 2^31]", [2 ** 31, 2 ** 31]);
+      maybe("[]", []);
+      maybe("[0, 0]", [0, 0]);
+      if (/dim/i.test(p.name)) maybe("[dim too large]", [ndim + 3]);
+      if (p.kind === "Size") throwing("[-1]", [-1]);
+      break;
+    case "float":
+      throwing("str", "1");
+      throwing("bool", true);
+      if (notNull) throwing("null", null);
+      maybe("NaN", NaN);
+      maybe("Infinity", Infinity);
+      maybe("-Infinity", -Infinity);
+      maybe("-1", -1);
+      maybe("1e308", 1e308);
+      break;
+    case "float[]":
+      throwing("str", "a");
+      throwing("[str]", ["1"]);
+      maybe("[NaN]", [NaN]);
+      break;
+    case "bool":
+      throwing("int", 1);
+      throwing("str", "true");
+      if (notNull) throwing("null", null);
+      break;
+    case "Scalar":
+    case "Scalar[]":
+      throwing("str", "3");
+      throwing("function", () => 1);
+      throwing("object", { valueOf: () => 1, a: 1, b: 2 } as unknown);
+      if (notNull) throwing("null", null);
+      maybe("NaN", NaN);
+      maybe("Infinity", Infinity);
+      maybe("-1e308", -1e308);
+      break;
+    case "ScalarType":
+      throwing("unknown dtype", "float128");
+      throwing("number", 3);
+      if (notNull) throwing("null", null);
+      break;
+    case "Device":
+      throwing("unknown device", "tpu");
+      throwing("number", 3);
+      break;
+    case "MemoryFormat":
+      throwing("unknown format", "nchw");
+      break;
+    case "str":
+      throwing("number", 3);
+      if (p.choices) throwing("not a choice", "bogus");
+      else maybe("other string", "bogus");
+      break;
+    case "Tensor[]":
+      throwing("str", "a");
+      throwing("[str]", ["a"]);
+      throwing("[disposed]", [disposed()]);
+      maybe("[]", []);
+      break;
+    case "Generator":
+      throwing("number", 3);
+      throwing("plain object", { seed: 1 } as unknown);
+      break;
+    case "Callable":
+      throwing("number", 3);
+      break;
+    case "Any":
+      maybe("str", "a");
+      maybe("null", null);
+      maybe("NaN", NaN);
+      maybe("number", 1e12);
+      maybe("function", () => 1);
+      break;
+  }
+  return m;
+}
+
+// ---------------------------------------------------------------- the run
+
+export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
+  const log = o.log ?? (() => {});
+  const rng = new Rng(o.seed);
+  const modes = o.modes ?? ["strict", "fused", "debug"];
+  const rep: FuzzReport = {
+    ops: 0,
+    calls: 0,
+    validCalls: 0,
+    mutatedCalls: 0,
+    mutatedThrew: 0,
+    mutatedSucceeded: 0,
+    compiled: 0,
+    compileGraphBreaks: 0,
+    failures: [],
+  };
+  const fail = (s: string) => {
+    if (rep.failures.length < 500) rep.failures.push(s);
+  };
+  const prevMode = torch.getEagerMode();
+  const ref = await canaryValues();
+  const checkCanary = async (after: string) => {
+    const c = await canaryValues();
+    if (!same(c.loss, ref.loss) || !same(c.grad, ref.grad) || !Object.is(c.sum, ref.sum)) {
+      fail(`canary broken after ${after}: ${short(c)} != ${short(ref)}`);
+      return false;
+    }
+    return true;
+  };
+  const infos: OpInfos = ALL_OPINFOS;
+  const keys = [...OP_TABLE.keys()].filter((k) => !o.only || o.only.includes(k)).sort();
+  let t0 = Date.now();
+  for (const [ki, key] of keys.entries()) {
+    const def = OP_TABLE.get(key)!;
+    const info = infos[key];
+    if (!info) {
+      fail(`${key}: no samples in test/ops/opinfo`);
+      continue;
+    }
+    rep.ops++;
+    const sampleSeed = (i: number) => o.seed * 7919 + i * 104729 + ki;
+    const count = info(new Maker(sampleSeed(0))).length;
+    const nSamples = o.long ? count : Math.min(count, 2);
+    for (let si = 0; si < nSamples; si++) {
+      const fresh = () => info(new Maker(sampleSeed(si)))[si]!;
+      const s0 = fresh();
+      const sc = pickSchema(def, s0);
+      if (!sc) {
+        fail(`${key}: sample ${si} (${Object.keys(s0).join(", ")}) matches no schema of ${def.schemas.map((s) => s.text).join(" | ")}`);
+        continue;
+      }
+      // 1. forms x modes agree
+      let first: { snap: Snap; where: string } | null = null;
+      let isAsync = false;
+      for (const mode of modes) {
+        torch.setEagerMode(mode);
+        for (const form of formsOf(def, sc, fresh, rng)) {
+          rep.calls++;
+          rep.validCalls++;
+          let r: Snap;
+          try {
+            torch.manualSeed(1234);
+            let out = form.call();
+            if (out instanceof Promise) {
+              out = await out;
+              isAsync = true;
+            }
+            r = await snap(out);
+            torch.sync();
+          } catch (e) {
+            fail(`${key}: valid sample ${si} threw in ${mode}/${form.name}: ${(e as Error)?.message ?? e}`);
+            continue;
+          }
+          if (first === null) first = { snap: r, where: `${mode}/${form.name}` };
+          else if (!same(first.snap, r))
+            fail(`${key}: sample ${si} ${mode}/${form.name} gives ${short(r)} but ${first.where} gives ${short(first.snap)}`);
+        }
+      }
+      torch.setEagerMode("strict");
+      // under torch.compile: record, record, replay
+      if (o.compile !== false && first !== null && si === 0 && !isAsync && !def.transparent) {
+        const fn = def.fn as (...a: unknown[]) => unknown;
+        const c = torch.compile((args: unknown[]) => fn(...args), { name: `fuzz_${key}` });
+        const ps = sc.params;
+        try {
+          let last: Snap = null;
+          for (let k = 0; k < 3; k++) {
+            const s = fresh();
+            const args = ps.filter((p) => !p.kwOnly).map((p) => (p.name in s ? s[p.name] : undefined));
+            const kw: Record<string, unknown> = {};
+            for (const p of ps) if (p.kwOnly && p.name in s) kw[p.name] = s[p.name];
+            torch.manualSeed(1234);
+            last = await snap(c(Object.keys(kw).length ? [...args, kw] : args));
+          }
+          rep.calls += 3;
+          rep.compiled++;
+          if (!same(last, first.snap)) fail(`${key}: sample ${si} under torch.compile gives ${short(last)} but ${first.where} gives ${short(first.snap)}`);
+        } catch (e) {
+          const msg = String((e as Error)?.message ?? e);
+          if (/reads a tensor value on the host|host read|cannot be compiled/i.test(msg)) rep.compileGraphBreaks++;
+          else fail(`${key}: sample ${si} under torch.compile threw: ${msg}`);
+        }
+      }
+      // 2. mutations
+      if (si > 0 && !o.long) continue;
+      const mutModes: torch.EagerMode[] = o.long ? modes : ["strict", "fused"];
+      const cases: { what: string; build: () => { args: unknown[] }; mustThrow: boolean }[] = [];
+      const ps = sc.params;
+      const callArgs = (s: Sample, over: string | null, value: unknown, extraKw: Record<string, unknown> = {}) => {
+        // options form except for input: the mutated parameter is given by keyword (or positionally, half the time)
+        const kw: Record<string, unknown> = { ...extraKw };
+        const args: unknown[] = [];
+        for (const p of ps) {
+          const has = p.name === over || p.name in s;
+          if (!has) continue;
+          const val = p.name === over ? value : s[p.name];
+          if (p.index === 0 && !p.kwOnly) args.push(val);
+          else kw[p.name] = val;
+        }
+        return Object.keys(kw).length ? [...args, kw] : args;
+      };
+      for (const p of ps) {
+        const muts = mutationsFor(p, s0, o.otherDevice ?? null);
+        const chosen = o.long ? muts : rng.pick(muts, Math.min(muts.length, 6));
+        for (const mu of chosen) {
+          const positionalToo = p.index > 0 && !p.kwOnly && p.index <= 1 && !isPlainObject(mu.value);
+          cases.push({
+            what: `${p.name} = ${mu.what}`,
+            build: () => {
+              const s = fresh();
+              if (positionalToo && rng.next() < 0.5) {
+                const args = [s[ps[0]!.name], mu.value];
+                const kw: Record<string, unknown> = {};
+                for (const q of ps) if (q.index > 1 && q.name in s) kw[q.name] = s[q.name];
+                return { args: Object.keys(kw).length ? [...args, kw] : args };
+              }
+              return { args: callArgs(s, p.name, mu.value) };
+            },
+            mustThrow: mu.mustThrow,
+          });
+        }
+      }
+      const anyKey = ps.find((p) => p.index > 0)?.name;
+      cases.push({ what: "unknown key", build: () => ({ args: callArgs(fresh(), null, undefined, { bogusKey: 1 }) }), mustThrow: true });
+      if (anyKey && anyKey.toLowerCase() !== anyKey.toUpperCase()) {
+        const typo = anyKey.length > 1 ? anyKey[0]!.toUpperCase() + anyKey.slice(1) : anyKey.toUpperCase();
+        if (!sc.byName.has(typo))
+          cases.push({ what: `misspelled key '${typo}'`, build: () => ({ args: callArgs(fresh(), null, undefined, { [typo]: fresh()[anyKey] ?? 1 }) }), mustThrow: true });
+      }
+      cases.push({
+        what: "too many positional arguments",
+        build: () => {
+          const s = fresh();
+          return { args: [...ps.filter((p) => !p.kwOnly).map((p) => (p.name in s ? s[p.name] : p.default ?? null)), 1, 2, 3] };
+        },
+        mustThrow: true,
+      });
+      for (const mode of mutModes) {
+        torch.setEagerMode(mode);
+        for (const c of cases) {
+          rep.calls++;
+          rep.mutatedCalls++;
+          let built: { args: unknown[] };
+          try {
+            built = c.build();
+          } catch (e) {
+            fail(`${key}: building mutation '${c.what}' threw: ${(e as Error).message}`);
+            continue;
+          }
+          const tensors = built.args.flatMap((a) => (a instanceof Tensor ? [a] : isPlainObject(a) ? Object.values(a).filter((v) => v instanceof Tensor) : [])) as Tensor[];
+          const versions = tensors.map((t) => (t.isDisposed ? -1 : t._version));
+          const pendingBefore = pendingCount();
+          let result: unknown;
+          let threw: unknown = undefined;
+          try {
+            torch.manualSeed(99);
+            result = (def.fn as (...a: unknown[]) => unknown)(...built.args);
+            if (result instanceof Promise) result = await result; // host reads: a rejection is the error
+          } catch (e) {
+            threw = e ?? new Error("undefined thrown");
+          }
+          const where = `${key} [${mode}] ${c.what}`;
+          if (threw !== undefined) {
+            rep.mutatedThrew++;
+            if (!(threw instanceof Error)) fail(`${where}: threw a non-Error ${String(threw)}`);
+            else if (!threw.message.includes(def.name)) fail(`${where}: error does not name the op: ${threw.constructor.name}: ${threw.message.split("\n")[0]}`);
+            if (pendingCount() !== pendingBefore) fail(`${where}: threw but left ${pendingCount() - pendingBefore} pending nodes`);
+            tensors.forEach((t, i) => {
+              if (!t.isDisposed && t._version !== versions[i]) fail(`${where}: threw but bumped an input's version counter`);
+            });
+          } else {
+            rep.mutatedSucceeded++;
+            if (c.mustThrow) fail(`${where}: accepted (should be rejected): returned ${short(await snap(result).catch((e) => `<unreadable: ${e}>`))}`);
+            else {
+              try {
+                const bad = await wellFormed(result);
+                if (bad) fail(`${where}: ${bad}`);
+              } catch (e) {
+                const msg = (e as Error).message ?? String(e);
+                // a lazily-failing result must still name the op
+                if (!msg.includes(def.name) && !/OutOfMemory|allocate/.test(msg)) fail(`${where}: result unreadable: ${msg.split("\n")[0]}`);
+              }
+            }
+            torch.sync();
+          }
+          if (!(await checkCanary(where))) break;
+        }
+      }
+      torch.setEagerMode("strict");
+    }
+    if (Date.now() - t0 > 5000) {
+      log(`fuzz: ${ki + 1}/${keys.length} ops, ${rep.calls} calls, ${rep.failures.length} failures`);
+      t0 = Date.now();
+    }
+  }
+  torch.setEagerMode(prevMode);
+  return rep;
+}
