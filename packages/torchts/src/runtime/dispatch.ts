@@ -10,6 +10,7 @@ import { currentOpName, getEagerMode, isAnomalyEnabled, userCallSite } from "./m
 import { pendingSet, Storage, type Pending, type ViewRef } from "./storage.js";
 import { flushGraph, recordHooks } from "./scheduler.js";
 import { profileKernel } from "./profiler.js";
+import { reportReleaseError } from "./memory.js";
 
 /** Size bound of the lazy graph: recording more pending nodes than this flushes. */
 const MAX_PENDING = 16384;
@@ -93,7 +94,73 @@ export function realize(st: Storage): void {
     return;
   }
   if (traceState.fn !== null) throw hostReadError();
-  flushGraph([st], execute);
+  try {
+    flushGraph([st], execute);
+  } catch (e) {
+    undoPartialFlush([st]);
+    throw e;
+  }
+}
+
+/**
+ * After a flush threw: a storage that got its buffer but whose kernel did not finish (its node
+ * is still pending) holds garbage that would be read as its value. Give such buffers back; the
+ * nodes stay pending, so the values are recomputed if they are read.
+ */
+function undoPartialFlush(roots: readonly Storage[]): void {
+  try {
+    const seen = new Set<Storage>();
+    const stack = [...roots];
+    while (stack.length) {
+      const s = stack.pop()!;
+      if (seen.has(s) || !s.pending) continue;
+      seen.add(s);
+      if (s.buf) s.release(s.pending);
+      for (const v of s.pending.inputs) stack.push(v.storage);
+    }
+  } catch (e) {
+    reportReleaseError("failed flush cleanup", e); // the flush's own error is the one to raise
+  }
+}
+
+/**
+ * Transactions for public ops. `opCheckpoint()` at the entry of the outermost public op and
+ * `opRollback(token)` when it throws: every node the op recorded (fused mode) is unlisted as if
+ * never recorded, so no later flush runs it, and a buffer a failed flush left half-made is
+ * given back. The token is the storage counter: taking it costs one read.
+ */
+export function opCheckpoint(): unknown {
+  return Storage.created;
+}
+
+/**
+ * Undo what was recorded since `opCheckpoint()` returned `token` (see there). A no-op when
+ * nothing was; never throws (it runs while an op's error propagates). The nodes are not
+ * destroyed: a pending node something still reads (an in-place write that already landed, a
+ * value moved aside for an older node) is computed with its reader, and one that nothing can
+ * reach is collected with its storage.
+ */
+export function opRollback(token: unknown): void {
+  if (typeof token !== "number" || token >= Storage.created || pendingSet.size === 0) return;
+  try {
+    let dropped = 0;
+    for (const r of pendingSet) {
+      const s = r.deref();
+      if (s === undefined) {
+        pendingSet.delete(r);
+        continue;
+      }
+      if (s.serial > token) {
+        pendingSet.delete(r);
+        if (!s.pending) continue;
+        dropped++;
+        if (s.buf) s.release(s.pending); // a half-made value (its kernel did not finish)
+      }
+    }
+    recorded = Math.max(0, recorded - dropped);
+  } catch (e) {
+    reportReleaseError("rollback", e);
+  }
 }
 
 function hostReadError(): TorchError {
@@ -138,7 +205,12 @@ export function flushAll(keep: readonly Storage[] = [], freeIntermediates = true
     if (g) g.push(s);
     else byDevice.set(s.device, [s]);
   }
-  for (const g of byDevice.values()) flushGraph(g, execute, freeIntermediates);
+  try {
+    for (const g of byDevice.values()) flushGraph(g, execute, freeIntermediates);
+  } catch (e) {
+    undoPartialFlush(live);
+    throw e;
+  }
 }
 
 /** Before an in-place write: eager modes run everything pending; fused mode defers it (see Storage.adopt). */

@@ -1,15 +1,41 @@
 // Device memory accounting. Buffers are released when their Storage becomes unreachable
 // (FinalizationRegistry) or deterministically through dispose()/torch.scope().
 import type { DeviceBuffer, DevicePlugin } from "../device/plugin.js";
+import { isSize, opPrefix } from "./errors.js";
 
 export interface MemoryStats {
   liveBytes: number;
   peakBytes: number;
   allocationCount: number;
   liveBuffers: number;
+  /**
+   * Release problems caught and ignored since the process started (a double free, a device
+   * free that threw): a release never throws, it is counted here and warned about once per kind.
+   */
+  releaseErrors: number;
 }
 
-const stats: MemoryStats = { liveBytes: 0, peakBytes: 0, allocationCount: 0, liveBuffers: 0 };
+const stats: MemoryStats = { liveBytes: 0, peakBytes: 0, allocationCount: 0, liveBuffers: 0, releaseErrors: 0 };
+
+const warned = new Set<string>();
+
+/**
+ * A release went wrong (`kind` names the problem, e.g. "wasm arena double free"): count it in
+ * memory.stats().releaseErrors and warn on stderr the first time this kind happens. Never
+ * throws: it runs in FinalizationRegistry callbacks and dispose(), where an exception would
+ * kill the process or hide the error being handled.
+ */
+export function reportReleaseError(kind: string, detail: unknown): void {
+  stats.releaseErrors++;
+  if (warned.has(kind)) return;
+  warned.add(kind);
+  try {
+    const msg = detail instanceof Error ? detail.message : String(detail);
+    console.warn(`torchts: ${kind}: ${msg} (ignored; later ones are only counted in torch.memory.stats().releaseErrors)`);
+  } catch {
+    // no console (or an unprintable detail): the count is enough
+  }
+}
 
 interface Held {
   dev: DevicePlugin;
@@ -32,10 +58,14 @@ let sentinelSeen: (() => void) | null = null;
 // Registered without unregister tokens (a token costs V8 a keyed lookup on register and on
 // unregister, ~2x the time): an explicit free marks the record dead instead.
 const registry = new FinalizationRegistry<Held | typeof SENTINEL>((h) => {
-  if (h === SENTINEL) sentinelSeen?.();
-  else if (h.live) {
-    h.live = false;
-    release(h.dev, h.buf);
+  try {
+    if (h === SENTINEL) sentinelSeen?.();
+    else if (h.live) {
+      h.live = false;
+      release(h.dev, h.buf);
+    }
+  } catch (e) {
+    reportReleaseError("finalizer", e); // an exception here would be uncaught: it kills the process
   }
 });
 
@@ -110,6 +140,16 @@ export async function maybeYield(): Promise<void> {
 }
 
 export function trackAlloc(owner: BufferOwner, dev: DevicePlugin, buf: DeviceBuffer): void {
+  // a device plugin's buffer of an impossible size would make every statistic NaN: refuse it
+  // before any of them changes (the buffer goes back to the device)
+  if (!isSize(buf.bytes)) {
+    try {
+      dev.free(buf);
+    } catch {
+      // refused anyway
+    }
+    throw new RangeError(`${opPrefix()}invalid allocation size: ${dev.name} returned a buffer of ${String(buf.bytes)} bytes`);
+  }
   sinceYield += buf.bytes;
   stats.liveBytes += buf.bytes;
   stats.liveBuffers++;
@@ -121,10 +161,20 @@ export function trackAlloc(owner: BufferOwner, dev: DevicePlugin, buf: DeviceBuf
 function release(dev: DevicePlugin, buf: DeviceBuffer): void {
   stats.liveBytes -= buf.bytes;
   stats.liveBuffers--;
-  dev.free(buf);
+  try {
+    dev.free(buf);
+  } catch (e) {
+    reportReleaseError(`${dev.name} free`, e);
+  }
 }
 
+/** Free an owner's buffer now. Never throws: a buffer it does not hold (a double free) is counted and ignored. */
 export function trackFree(owner: BufferOwner, dev: DevicePlugin, buf: DeviceBuffer): void {
+  const h = owner._held;
+  if (h === null || h.buf !== buf || !h.live) {
+    reportReleaseError("double free", `a buffer of ${String(buf.bytes)} bytes on ${dev.name} was freed by an owner that does not hold it`);
+    return;
+  }
   unregister(owner);
   release(dev, buf);
 }

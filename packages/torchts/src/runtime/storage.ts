@@ -4,7 +4,8 @@ import type { DeviceBuffer, DevicePlugin } from "../device/plugin.js";
 import { castScalar, hostArrayCtor, type DType } from "../ir/dtype.js";
 import type { IRNode } from "../ir/prims.js";
 import type { Shape } from "../ir/shape.js";
-import { trackAlloc, trackFree, transferOwnership, type BufferOwner } from "./memory.js";
+import { reportReleaseError, trackAlloc, trackFree, transferOwnership, type BufferOwner } from "./memory.js";
+import { opPrefix } from "./errors.js";
 
 /** What a kernel needs to know about one input view. */
 export interface ViewRef {
@@ -59,21 +60,33 @@ export class Storage {
     readonly device: DevicePlugin,
     readonly dtype: DType,
     readonly numel: number,
-  ) {}
+  ) {
+    // a NaN, negative or fractional size is refused where the op that computed it runs (in
+    // fused mode the allocation itself comes later, at a flush)
+    if (!(numel >= 0 && Number.isInteger(numel)))
+      throw new RangeError(`${opPrefix()}invalid tensor size: ${String(numel)} elements (a size must be a finite non-negative integer)`);
+  }
 
   allocate(): DeviceBuffer {
     const b = this.device.allocate(this.dtype, this.numel);
+    trackAlloc(this, this.device, b); // may refuse the buffer: then this storage holds none
     this.buf = b;
-    trackAlloc(this, this.device, b);
     return b;
   }
 
+  /** Never throws (a release problem is counted in memory.stats().releaseErrors). */
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    if (!this.moveOut()) {
+    try {
+      if (!this.moveOut()) {
+        this.pending = null;
+        if (this.buf) trackFree(this, this.device, this.buf);
+        this.buf = null;
+      }
+    } catch (e) {
+      reportReleaseError("dispose", e);
       this.pending = null;
-      if (this.buf) trackFree(this, this.device, this.buf);
       this.buf = null;
     }
   }

@@ -16,6 +16,7 @@ import { fusedSource, loadFused, type FusedKernel } from "./fused.js";
 import { numel } from "../../ir/shape.js";
 import { wasmRuntime } from "./wasm/runtime.js";
 import type { Arena } from "./wasm/arena.js";
+import { fmtBytes, OutOfMemoryError, outOfMemory, sizeError } from "../../runtime/errors.js";
 
 const EMPTY = new Float32Array(0);
 
@@ -29,6 +30,23 @@ export class CpuBuffer implements DeviceBuffer {
 }
 
 const ARENA_STORAGE_BUDGET = 2 ** 31;
+/** The longest typed array V8 makes (Node 20+, Chrome): 2^32 elements; other engines' limits are caught when they throw. */
+const MAX_HOST_LENGTH = 2 ** 32;
+let hostMemory: number | undefined;
+/** The host's physical memory (Node's os.totalmem(); Infinity where unknown): no one array can be larger. */
+function hostMemoryBytes(): number {
+  if (hostMemory !== undefined) return hostMemory;
+  hostMemory = Infinity;
+  try {
+    const g = globalThis as { process?: { getBuiltinModule?: (m: string) => unknown } };
+    const os = g.process?.getBuiltinModule?.("node:os") as { totalmem(): number } | undefined;
+    const t = os?.totalmem();
+    if (t !== undefined && t > 0) hostMemory = t;
+  } catch {
+    // browsers: the engine's own allocation failure is the limit
+  }
+  return hostMemory;
+}
 
 function arenaArray(dtype: DType, n: number): CpuBuffer | null {
   const rt = wasmRuntime();
@@ -43,7 +61,7 @@ function arenaArray(dtype: DType, n: number): CpuBuffer | null {
   try {
     ptr = rt.arena.alloc(Math.max(n * ctor.BYTES_PER_ELEMENT, 16));
   } catch (e) {
-    if (e instanceof RangeError) return null; // the wasm memory cannot grow further
+    if (e instanceof OutOfMemoryError) return null; // the wasm memory cannot grow further
     throw e;
   }
   const bytes = n * itemSize(dtype);
@@ -123,6 +141,9 @@ const POOL_CAP = 256 * 1024 * 1024;
 export const cpu: DevicePlugin = {
   name: "cpu",
   allocate(dtype: DType, numel: number): DeviceBuffer {
+    // checked before anything changes: a NaN size once made the arena's bump pointer NaN
+    if (!(numel >= 0 && numel <= MAX_HOST_LENGTH && Number.isInteger(numel)))
+      throw sizeError("cpu", numel, "elements", hostArrayCtor(dtype).BYTES_PER_ELEMENT, `a host array holds at most ${MAX_HOST_LENGTH} elements`);
     const inArena = arenaArray(dtype, numel);
     if (inArena) return inArena;
     const key = `${hostArrayCtor(dtype).name}:${numel}`;
@@ -131,7 +152,18 @@ export const cpu: DevicePlugin = {
       pooledBytes -= hit.byteLength;
       return new CpuBuffer(hit, numel * itemSize(dtype));
     }
-    return new CpuBuffer(hostArray(dtype, numel), numel * itemSize(dtype));
+    const hostBytes = numel * hostArrayCtor(dtype).BYTES_PER_ELEMENT;
+    // past physical memory an allocation may still succeed (overcommit) and the process be killed when it is filled
+    if (hostBytes > hostMemoryBytes()) throw outOfMemory(hostBytes, `cpu: the host has ${fmtBytes(hostMemoryBytes())} of memory`);
+    let data: HostArray;
+    try {
+      data = hostArray(dtype, numel);
+    } catch (e) {
+      // "Array buffer allocation failed" (the host has not that much memory) or an engine's own length limit
+      if (e instanceof RangeError) throw outOfMemory(hostBytes, `cpu: ${e.message}`);
+      throw e;
+    }
+    return new CpuBuffer(data, numel * itemSize(dtype));
   },
   write(buf: DeviceBuffer, data: HostArray): void {
     (buf as CpuBuffer).data.set(data as ArrayLike<number>);
@@ -147,8 +179,9 @@ export const cpu: DevicePlugin = {
     const d = b.data;
     b.data = EMPTY;
     if (b.block) {
-      b.block.arena.release(b.block.ptr); // its own arena: the backend may have been switched since
-      b.block = null;
+      const blk = b.block;
+      b.block = null; // a second free of this buffer does nothing
+      blk.arena.release(blk.ptr); // its own arena: the backend may have been switched since (never throws)
       return;
     }
     if (d.length > 0 && pooledBytes + d.byteLength <= POOL_CAP) {

@@ -17,6 +17,7 @@ import { planFused, planSingle, type Plan, type Ref, type Step } from "./plan.js
 import type { GpuContext } from "./context.js";
 import { fromDeviceWords, toDeviceWords } from "./dtypes.js";
 import { BufferPool } from "./pool.js";
+import { sizeError } from "../../runtime/errors.js";
 import type { WebGPUStats } from "./types.js";
 import { shaderSource, UNIFORM_BYTES, uniformWords } from "./shader.js";
 
@@ -70,7 +71,8 @@ export class WebGPUDevice implements DevicePlugin {
     poolCapBytes: number,
   ) {
     const dev = ctx.device;
-    this.pool = new BufferPool(dev, limitBytes, poolCapBytes, dev.limits.maxStorageBufferBindingSize);
+    // a tensor's buffer is bound whole as a storage buffer: both limits apply
+    this.pool = new BufferPool(dev, limitBytes, poolCapBytes, Math.min(dev.limits.maxBufferSize || Infinity, dev.limits.maxStorageBufferBindingSize));
     this.uniform = dev.createBuffer({ size: SLOTS * SLOT_BYTES, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
     dev.addEventListener("uncapturederror", (ev) => {
       this.errors.push(`webgpu: ${(ev as GPUUncapturedErrorEvent).error.message}`);
@@ -87,6 +89,7 @@ export class WebGPUDevice implements DevicePlugin {
 
   allocate(dtype: DType, numel: number): DeviceBuffer {
     this.alive();
+    if (!(numel >= 0 && Number.isInteger(numel))) throw sizeError("webgpu", numel, "elements", 4, "");
     return new WebGPUBuffer(this.pool.acquire(numel * 4), numel * 4, dtype);
   }
 

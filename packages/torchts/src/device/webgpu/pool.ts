@@ -1,13 +1,15 @@
 /// <reference types="@webgpu/types" />
 import type { PoolStats } from "./types.js";
+import { fmtBytes, OutOfMemoryError, opPrefix, sizeError } from "../../runtime/errors.js";
+import { reportReleaseError } from "../../runtime/memory.js";
 // Device buffers recycled by size bucket. Creating and destroying GPU buffers is slow, and a
 // training loop frees and re-allocates the same sizes every step, so freed buffers wait in
 // per-bucket lists (up to a byte cap) and allocation reuses them. When a memory limit would be
 // exceeded, the pool is emptied and the allocation retried once before a clear error is raised.
+// A size is checked before anything changes (a NaN one would make every statistic NaN), and a
+// buffer released twice is counted and ignored (in a free list twice, two tensors would share it).
 
-export class OutOfMemoryError extends Error {
-  override name = "OutOfMemoryError";
-}
+export { OutOfMemoryError };
 
 /** Bucket sizes: powers of two up to 1 MiB, then multiples of 1 MiB (bounded waste, few buckets). */
 function bucketSize(bytes: number): number {
@@ -19,6 +21,8 @@ function bucketSize(bytes: number): number {
 export class BufferPool {
   private free = new Map<number, GPUBuffer[]>();
   private pending: GPUBuffer[] = []; // destroyed after the next submit (they may still be encoded)
+  /** Buffers released and not handed out again (pooled, waiting for destruction, destroyed). */
+  private released = new WeakSet<GPUBuffer>();
   s: PoolStats;
   constructor(
     private device: GPUDevice,
@@ -32,18 +36,26 @@ export class BufferPool {
     };
   }
 
+  /**
+   * A buffer of at least `bytes`. Throws, with the pool unchanged, a RangeError for a size that
+   * is not a finite non-negative integer and an OutOfMemoryError past the adapter's largest
+   * buffer or the memory limit (after emptying the pool once).
+   */
   acquire(bytes: number): GPUBuffer {
+    if (!(bytes >= 0 && bytes <= this.maxBuffer && Number.isInteger(bytes)))
+      throw sizeError("webgpu", bytes, "bytes", 1, `the adapter's largest storage buffer (maxBufferSize, maxStorageBufferBindingSize) is ${fmtBytes(this.maxBuffer)}`);
     const size = bucketSize(bytes);
     const hit = this.free.get(size)?.pop();
     if (hit) {
       this.s.pooledBytes -= size;
       this.s.pooledBuffers--;
       this.s.poolHits++;
+      this.released.delete(hit);
       return this.track(hit, size);
     }
     if (size > this.maxBuffer)
       throw new OutOfMemoryError(
-        `webgpu: out of memory: a buffer of ${fmt(size)} exceeds the adapter's maxStorageBufferBindingSize (${fmt(this.maxBuffer)})`,
+        `${opPrefix()}webgpu: out of memory: a buffer of ${fmt(size)} exceeds the adapter's maxStorageBufferBindingSize (${fmt(this.maxBuffer)})`,
       );
     if (this.s.liveBytes + this.s.pooledBytes + size > this.s.limitBytes) {
       // free what the pool holds and retry once
@@ -51,7 +63,7 @@ export class BufferPool {
       this.emptyPool();
       if (this.s.liveBytes + size > this.s.limitBytes)
         throw new OutOfMemoryError(
-          `webgpu: out of memory: tried to allocate ${fmt(size)} with ${fmt(this.s.liveBytes)} in use and a limit of ${fmt(this.s.limitBytes)} (the buffer pool was emptied and the allocation retried). Free tensors (dispose(), torch.scope) or raise the limit (torch.webgpu.setMemoryLimit).`,
+          `${opPrefix()}webgpu: out of memory: tried to allocate ${fmt(size)} with ${fmt(this.s.liveBytes)} in use and a limit of ${fmt(this.s.limitBytes)} (the buffer pool was emptied and the allocation retried). Free tensors (dispose(), torch.scope) or raise the limit (torch.webgpu.setMemoryLimit).`,
         );
     }
     const buf = this.device.createBuffer({
@@ -69,7 +81,13 @@ export class BufferPool {
     return b;
   }
 
+  /** Take a buffer back. Never throws: one already released is counted (memory.stats().releaseErrors) and ignored. */
   release(b: GPUBuffer): void {
+    if (this.released.has(b)) {
+      reportReleaseError("webgpu double free", `a buffer of ${fmt(b.size)} was released twice`);
+      return;
+    }
+    this.released.add(b);
     const size = b.size;
     this.s.liveBytes -= size;
     this.s.liveBuffers--;
