@@ -1,59 +1,57 @@
 // Activations and softmax family. Each is a composition of differentiable ops chosen so
 // that neither the value nor the gradient overflows (no exp of a branch `where` discards).
+// `inplace=True` computes out of place and lands the result in the input (inplaceSet), which
+// PyTorch's autograd rules for in-place writes then govern (a leaf that requires grad throws).
 import type { DType } from "../../ir/dtype.js";
 import { normDim, shapeStr } from "../../ir/shape.js";
-import { withOp } from "../../runtime/mode.js";
 import { scope, type Tensor } from "../../tensor.js";
 import { noGrad } from "../../autograd/grad_mode.js";
 import { attach, cast, compositePrim } from "../../ops/core.js";
+import { op, type Sig } from "../../ops/registry.js";
 import * as M from "../../ops/math.js";
 import * as S from "../../ops/shape_ops.js";
 import * as R from "../../ops/reduce.js";
-import { requireFloat } from "./util.js";
+import { maybeInplace, requireFloat } from "./util.js";
 
 export { sigmoid, tanh } from "../../ops/math.js";
 
-function softmaxDim(x: Tensor, dim: number | undefined | null, op: string): number {
-  if (dim === undefined || dim === null)
-    throw new TypeError(`${op}: dim must be given (implicit dim choice is deprecated in PyTorch), input shape ${shapeStr(x.shape)}`);
-  return normDim(dim, Math.max(x.ndim, 1), op);
+/** PyTorch's _get_softmax_dim: F.softmax(x) without dim (deprecated there) picks 0 or 1. */
+function implicitDim(ndim: number): number {
+  return ndim === 0 || ndim === 1 || ndim === 3 ? 0 : 1;
 }
 
-function prep(x: Tensor, dtype: DType | undefined, op: string): Tensor {
+function prep(x: Tensor, dtype: DType | null): Tensor {
   const y = dtype ? cast(x, dtype) : x;
-  requireFloat(y, op);
+  requireFloat(y);
   return y;
 }
 
-/** F.softmax(x, dim, {dtype}): exp(x - max) / sum, so large logits don't overflow. */
-export function softmax(x: Tensor, dim: number, opts: { dtype?: DType } = {}): Tensor {
-  return withOp("softmax", () => {
-    const xf = prep(x, opts.dtype, "softmax");
-    if (xf.ndim === 0) return M.div(xf, xf);
-    const d = softmaxDim(xf, dim, "softmax");
-    const y = lastDimComposite("softmax", xf, d);
-    // d/dx softmax: y * (g - sum(g * y))
-    if (y) return attach(y, "SoftmaxBackward0", [xf], [y], ([g], [ys]) => [M.mul(ys!, M.sub(g!, R.sum(M.mul(g!, ys!), d, true)))]);
-    const m = S.detach(R.amax(xf, d, true));
-    const e = M.exp(M.sub(xf, m));
-    return M.div(e, R.sum(e, d, true));
-  });
+/** softmax: exp(x - max) / sum, so large logits don't overflow. */
+function softmaxImpl(x: Tensor, dim: number, dtype: DType | null): Tensor {
+  const xf = prep(x, dtype);
+  const d = normDim(dim, xf.ndim);
+  // a 0-dim softmax is exp(x - x): 1 (nan at +-inf, as PyTorch), with a zero gradient
+  if (xf.ndim === 0) return M.exp(M.sub(xf, xf));
+  const y = lastDimComposite("softmax", xf, d);
+  // d/dx softmax: y * (g - sum(g * y))
+  if (y) return attach(y, "SoftmaxBackward0", [xf], [y], ([g], [ys]) => [M.mul(ys!, M.sub(g!, R.sum(M.mul(g!, ys!), d, true)))]);
+  const m = S.detach(R.amax(xf, d, true));
+  const e = M.exp(M.sub(xf, m));
+  return M.div(e, R.sum(e, d, true));
 }
 
-/** F.log_softmax: x - logsumexp(x), stable for any logit magnitude. */
-export function logSoftmax(x: Tensor, dim: number, opts: { dtype?: DType } = {}): Tensor {
-  return withOp("log_softmax", () => {
-    const xf = prep(x, opts.dtype, "log_softmax");
-    if (xf.ndim === 0) return M.sub(xf, xf);
-    const d = softmaxDim(xf, dim, "log_softmax");
-    const y = lastDimComposite("logSoftmax", xf, d);
-    // d/dx log_softmax: g - exp(y) * sum(g)
-    if (y) return attach(y, "LogSoftmaxBackward0", [xf], [y], ([g], [ys]) => [M.sub(g!, M.mul(M.exp(ys!), R.sum(g!, d, true)))]);
-    // (x - max) - log(sum(exp(x - max))): never re-adds max, which would round away
-    // the small result at large |x| in float32
-    const z = M.sub(xf, S.detach(R.amax(xf, d, true)));
-    return M.sub(z, M.log(R.sum(M.exp(z), d, true)));
-  });
+/** log_softmax: x - logsumexp(x), stable for any logit magnitude. */
+function logSoftmaxImpl(x: Tensor, dim: number, dtype: DType | null): Tensor {
+  const xf = prep(x, dtype);
+  const d = normDim(dim, xf.ndim);
+  if (xf.ndim === 0) return M.sub(xf, xf);
+  const y = lastDimComposite("logSoftmax", xf, d);
+  // d/dx log_softmax: g - exp(y) * sum(g)
+  if (y) return attach(y, "LogSoftmaxBackward0", [xf], [y], ([g], [ys]) => [M.sub(g!, M.mul(M.exp(ys!), R.sum(g!, d, true)))]);
+  // (x - max) - log(sum(exp(x - max))): never re-adds max, which would round away
+  // the small result at large |x| in float32
+  const z = M.sub(xf, S.detach(R.amax(xf, d, true)));
+  return M.sub(z, M.log(R.sum(M.exp(z), d, true)));
 }
 
 /** The device's own row kernel when the dim is the last, contiguous one (else null: decompose). */
@@ -62,68 +60,106 @@ function lastDimComposite(name: "softmax" | "logSoftmax", x: Tensor, d: number):
   return compositePrim(name, { dim: d }, [x], x.shape, x.dtype);
 }
 
-export function softmin(x: Tensor, dim: number, opts: { dtype?: DType } = {}): Tensor {
-  return withOp("softmin", () => softmax(M.neg(prep(x, opts.dtype, "softmin")), dim));
+export interface SoftmaxOpts {
+  dim?: number | null;
+  dtype?: DType | null;
 }
+type TorchSoftmaxSig = Sig<[input: Tensor, dim: number, dtype?: DType | null], SoftmaxOpts, Tensor>;
+type FSoftmaxSig = Sig<[input: Tensor, dim?: number | null], SoftmaxOpts, Tensor>;
 
-export function relu(x: Tensor): Tensor {
-  return M.relu(x);
-}
+/** torch.softmax / Tensor.softmax: dim is required, dtype may be positional. */
+export const torchSoftmax = op<TorchSoftmaxSig>("softmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor", softmaxImpl);
+/** torch.log_softmax / Tensor.log_softmax. */
+export const torchLogSoftmax = op<TorchSoftmaxSig>("logSoftmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor", logSoftmaxImpl);
 
-/** F.hardtanh: gradient is zero at and beyond the limits, as PyTorch. */
-export function hardtanh(x: Tensor, minVal = -1, maxVal = 1): Tensor {
-  return withOp("hardtanh", () => {
-    if (minVal > maxVal) throw new RangeError(`hardtanh: min_val (${minVal}) cannot be greater than max_val (${maxVal})`);
-    return M.where(M.le(x, minVal), minVal, M.where(M.ge(x, maxVal), maxVal, x));
-  });
-}
+/** F.softmax(input, dim=None, *, dtype=None): without dim, PyTorch's implicit choice (0 for 0-, 1- and 3-d inputs, else 1). */
+export const softmax = op<FSoftmaxSig>(
+  "softmax(Tensor input, int? dim=None, *, ScalarType? dtype=None) -> Tensor",
+  (x: Tensor, dim: number | null, dtype: DType | null) => softmaxImpl(x, dim ?? implicitDim(x.ndim), dtype),
+  { key: "F.softmax" },
+);
+export const logSoftmax = op<FSoftmaxSig>(
+  "logSoftmax(Tensor input, int? dim=None, *, ScalarType? dtype=None) -> Tensor",
+  (x: Tensor, dim: number | null, dtype: DType | null) => logSoftmaxImpl(x, dim ?? implicitDim(x.ndim), dtype),
+  { key: "F.logSoftmax" },
+);
+/** F.softmin: softmax(-x) (negated before the dtype cast, as PyTorch). */
+export const softmin = op<FSoftmaxSig>(
+  "softmin(Tensor input, int? dim=None, *, ScalarType? dtype=None) -> Tensor",
+  (x: Tensor, dim: number | null, dtype: DType | null) => softmaxImpl(M.neg(x), dim ?? implicitDim(x.ndim), dtype),
+);
 
-export function relu6(x: Tensor): Tensor {
-  return withOp("relu6", () => hardtanh(x, 0, 6));
-}
+type InplaceOpts = { inplace?: boolean };
+type InplaceSig = Sig<[input: Tensor, inplace?: boolean], InplaceOpts, Tensor>;
 
-export function leakyRelu(x: Tensor, negativeSlope = 0.01): Tensor {
-  return withOp("leaky_relu", () => M.where(M.gt(x, 0), x, M.mul(x, negativeSlope)));
-}
+/** F.relu(input, inplace=False); torch.relu is the math op of the same name. */
+export const relu = op<InplaceSig>(
+  "relu(Tensor input, bool inplace=False) -> Tensor",
+  (x: Tensor, inplace: boolean) => maybeInplace(x, M.relu(x), inplace, "relu"),
+  { key: "F.relu" },
+);
 
-export function elu(x: Tensor, alpha = 1): Tensor {
-  return withOp("elu", () => {
-    const pos = M.gt(x, 0);
-    // expm1 only of the non-positive part: the discarded branch must not overflow
-    const neg = M.mul(M.expm1(M.where(pos, 0, x)), alpha);
-    return M.where(pos, x, neg);
-  });
+function hardtanhImpl(x: Tensor, minVal: number, maxVal: number): Tensor {
+  // PyTorch's clamp, min(max(x, lo), hi), is hi everywhere (but at nan) when lo > hi
+  if (minVal > maxVal) return M.where(M.ne(x, x), x, maxVal);
+  // gradient is zero at and beyond the limits, as PyTorch
+  return M.where(M.le(x, minVal), minVal, M.where(M.ge(x, maxVal), maxVal, x));
 }
+/** F.hardtanh (PyTorch 1.13 accepts minVal > maxVal: the result is maxVal). */
+export const hardtanh = op<
+  Sig<[input: Tensor, minVal?: number, maxVal?: number, inplace?: boolean], { minVal?: number; maxVal?: number; inplace?: boolean }, Tensor>
+>("hardtanh(Tensor input, float minVal=-1., float maxVal=1., bool inplace=False) -> Tensor", (x: Tensor, lo: number, hi: number, inplace: boolean) =>
+  maybeInplace(x, hardtanhImpl(x, lo, hi), inplace, "hardtanh"),
+);
 
-export function celu(x: Tensor, alpha = 1): Tensor {
-  if (alpha === 0) throw new RangeError("celu: ZeroDivisionError: alpha cannot be 0 for CELU");
-  return withOp("celu", () => {
-    const pos = M.gt(x, 0);
-    const neg = M.mul(M.expm1(M.div(M.where(pos, 0, x), alpha)), alpha);
-    return M.where(pos, x, neg);
-  });
+export const relu6 = op<InplaceSig>("relu6(Tensor input, bool inplace=False) -> Tensor", (x: Tensor, inplace: boolean) =>
+  maybeInplace(x, hardtanhImpl(x, 0, 6), inplace, "relu6"),
+);
+
+export const leakyRelu = op<Sig<[input: Tensor, negativeSlope?: number, inplace?: boolean], { negativeSlope?: number; inplace?: boolean }, Tensor>>(
+  "leakyRelu(Tensor input, float negativeSlope=0.01, bool inplace=False) -> Tensor",
+  (x: Tensor, slope: number, inplace: boolean) => maybeInplace(x, M.where(M.gt(x, 0), x, M.mul(x, slope)), inplace, "leakyRelu"),
+);
+
+function eluImpl(x: Tensor, alpha: number): Tensor {
+  const pos = M.gt(x, 0);
+  // expm1 only of the non-positive part: the discarded branch must not overflow
+  const neg = M.mul(M.expm1(M.where(pos, 0, x)), alpha);
+  return M.where(pos, x, neg);
 }
+type AlphaSig = Sig<[input: Tensor, alpha?: number, inplace?: boolean], { alpha?: number; inplace?: boolean }, Tensor>;
+export const elu = op<AlphaSig>("elu(Tensor input, float alpha=1., bool inplace=False) -> Tensor", (x: Tensor, alpha: number, inplace: boolean) =>
+  maybeInplace(x, eluImpl(x, alpha), inplace, "elu"),
+);
+
+export const celu = op<AlphaSig>("celu(Tensor input, float alpha=1., bool inplace=False) -> Tensor", (x: Tensor, alpha: number, inplace: boolean) => {
+  if (alpha === 0) throw new Error("ZeroDivisionError: alpha cannot be 0 for CELU");
+  const pos = M.gt(x, 0);
+  const neg = M.mul(M.expm1(M.div(M.where(pos, 0, x), alpha)), alpha);
+  return maybeInplace(x, M.where(pos, x, neg), inplace, "celu");
+});
 
 const SELU_ALPHA = 1.6732632423543772848170429916717;
 const SELU_SCALE = 1.0507009873554804934193349852946;
-export function selu(x: Tensor): Tensor {
-  return withOp("selu", () => M.mul(elu(x, SELU_ALPHA), SELU_SCALE));
-}
+export const selu = op<InplaceSig>("selu(Tensor input, bool inplace=False) -> Tensor", (x: Tensor, inplace: boolean) =>
+  maybeInplace(x, M.mul(eluImpl(x, SELU_ALPHA), SELU_SCALE), inplace, "selu"),
+);
 
 /**
- * F.gelu. The forward's temporaries are freed at once and the backward recomputes from x (its
- * only saved tensor), as PyTorch's GeluBackward0 does: the decomposition's autograd would keep
- * five or six activation-sized intermediates per call alive until backward.
+ * F.gelu(input, *, approximate='none'). The forward's temporaries are freed at once and the
+ * backward recomputes from x (its only saved tensor), as PyTorch's GeluBackward0 does: the
+ * decomposition's autograd would keep five or six activation-sized intermediates per call alive.
  */
-export function gelu(x: Tensor, opts: { approximate?: "none" | "tanh" } = {}): Tensor {
-  return withOp("gelu", () => {
-    requireFloat(x, "gelu");
-    const a = opts.approximate ?? "none";
-    if (a !== "none" && a !== "tanh") throw new RangeError(`gelu: approximate argument must be either none or tanh, got '${String(a)}'`);
+export const gelu = op<Sig<[input: Tensor], { approximate?: "none" | "tanh" }, Tensor>>(
+  'gelu(Tensor input, *, str approximate="none") -> Tensor',
+  (x: Tensor, approximate: string) => {
+    if (approximate !== "none" && approximate !== "tanh") throw new Error("approximate argument must be either none or tanh.");
+    requireFloat(x);
+    const a = approximate;
     const y = noGrad(() => scope(() => geluValue(x, a)));
     return attach(y, "GeluBackward0", [x], [x], ([g], [xs]) => [M.mul(g!, geluDerivative(xs!, a))]);
-  });
-}
+  },
+);
 
 const GELU_K = Math.sqrt(2 / Math.PI);
 
@@ -149,59 +185,54 @@ function geluDerivative(x: Tensor, a: "none" | "tanh"): Tensor {
   return M.add(M.mul(M.add(t, 1), 0.5), M.mul(M.mul(M.mul(x, 0.5), sech2), dInner));
 }
 
-export function silu(x: Tensor): Tensor {
-  return withOp("silu", () => M.mul(x, M.sigmoid(x)));
-}
+export const silu = op<InplaceSig>("silu(Tensor input, bool inplace=False) -> Tensor", (x: Tensor, inplace: boolean) =>
+  maybeInplace(x, M.mul(x, M.sigmoid(x)), inplace, "silu"),
+);
 
-/** F.softplus: log(1 + exp(beta x)) / beta, and x itself where beta x > threshold. */
-export function softplus(x: Tensor, opts: { beta?: number; threshold?: number } = {}): Tensor {
-  return withOp("softplus", () => {
-    const beta = opts.beta ?? 1;
-    const threshold = opts.threshold ?? 20;
-    const bx = M.mul(x, beta);
-    const lin = M.gt(bx, threshold);
-    const soft = M.div(M.log1p(M.exp(M.where(lin, 0, bx))), beta);
-    return M.where(lin, x, soft);
-  });
+/** log(1 + exp(beta x)) / beta, and x itself where beta x > threshold. */
+function softplusImpl(x: Tensor, beta: number, threshold: number): Tensor {
+  const bx = M.mul(x, beta);
+  const lin = M.gt(bx, threshold);
+  const soft = M.div(M.log1p(M.exp(M.where(lin, 0, bx))), beta);
+  return M.where(lin, x, soft);
 }
+export const softplus = op<
+  Sig<[input: Tensor, beta?: number | boolean, threshold?: number | boolean], { beta?: number | boolean; threshold?: number | boolean }, Tensor>
+>("softplus(Tensor input, Scalar beta=1, Scalar threshold=20) -> Tensor", (x: Tensor, beta: number | boolean, threshold: number | boolean) =>
+  softplusImpl(x, Number(beta), Number(threshold)),
+);
 
-export function mish(x: Tensor): Tensor {
-  return withOp("mish", () => M.mul(x, M.tanh(softplus(x))));
-}
+export const mish = op<InplaceSig>("mish(Tensor input, bool inplace=False) -> Tensor", (x: Tensor, inplace: boolean) =>
+  maybeInplace(x, M.mul(x, M.tanh(softplusImpl(x, 1, 20))), inplace, "mish"),
+);
 
-export function logsigmoid(x: Tensor): Tensor {
-  return withOp("log_sigmoid", () => M.neg(softplus(M.neg(x))));
-}
+type UnarySig = Sig<[input: Tensor], Record<never, never>, Tensor>;
+export const logsigmoid = op<UnarySig>("logsigmoid(Tensor input) -> Tensor", (x: Tensor) => M.neg(softplusImpl(M.neg(x), 1, 20)));
 
-export function hardsigmoid(x: Tensor): Tensor {
-  return withOp("hardsigmoid", () => M.where(M.le(x, -3), 0, M.where(M.ge(x, 3), 1, M.add(M.div(x, 6), 0.5))));
-}
+export const hardsigmoid = op<InplaceSig>("hardsigmoid(Tensor input, bool inplace=False) -> Tensor", (x: Tensor, inplace: boolean) =>
+  maybeInplace(x, M.where(M.le(x, -3), 0, M.where(M.ge(x, 3), 1, M.add(M.div(x, 6), 0.5))), inplace, "hardsigmoid"),
+);
 
 /** F.hardswish with PyTorch 1.13's gradient at the kinks: x/3 + 1/2 on [-3, 3), 1 from 3 on. */
-export function hardswish(x: Tensor): Tensor {
-  return withOp("hardswish", () =>
-    M.where(M.lt(x, -3), 0, M.where(M.lt(x, 3), M.div(M.mul(x, M.add(x, 3)), 6), x)),
-  );
-}
+export const hardswish = op<InplaceSig>("hardswish(Tensor input, bool inplace=False) -> Tensor", (x: Tensor, inplace: boolean) =>
+  maybeInplace(x, M.where(M.lt(x, -3), 0, M.where(M.lt(x, 3), M.div(M.mul(x, M.add(x, 3)), 6), x)), inplace, "hardswish"),
+);
 
-export function softsign(x: Tensor): Tensor {
-  return withOp("softsign", () => M.div(x, M.add(M.abs(x), 1)));
-}
+export const softsign = op<UnarySig>("softsign(Tensor input) -> Tensor", (x: Tensor) => M.div(x, M.add(M.abs(x), 1)));
 
-export function tanhshrink(x: Tensor): Tensor {
-  return withOp("tanhshrink", () => M.sub(x, M.tanh(x)));
-}
+export const tanhshrink = op<UnarySig>("tanhshrink(Tensor input) -> Tensor", (x: Tensor) => M.sub(x, M.tanh(x)));
 
-export function threshold(x: Tensor, thresholdValue: number, value: number): Tensor {
-  return withOp("threshold", () => M.where(M.gt(x, thresholdValue), x, value));
-}
+export const threshold = op<
+  Sig<[input: Tensor, threshold: number, value: number, inplace?: boolean], { threshold?: number; value?: number; inplace?: boolean }, Tensor>
+>("threshold(Tensor input, float threshold, float value, bool inplace=False) -> Tensor", (x: Tensor, th: number, value: number, inplace: boolean) =>
+  maybeInplace(x, M.where(M.gt(x, th), x, value), inplace, "threshold"),
+);
 
-export function glu(x: Tensor, dim = -1): Tensor {
-  return withOp("glu", () => {
-    const d = normDim(dim, x.ndim, "glu");
-    const n = x.shape[d]!;
-    if (n % 2 !== 0) throw new RangeError(`glu: Halving dimension must be even, but dimension ${d} is size ${n} (input shape ${shapeStr(x.shape)})`);
-    const [a, b] = S.split(x, n / 2, d) as [Tensor, Tensor];
-    return M.mul(a, M.sigmoid(b));
-  });
-}
+export const glu = op<Sig<[input: Tensor, dim?: number], { dim?: number }, Tensor>>("glu(Tensor input, int dim=-1) -> Tensor", (x: Tensor, dim: number) => {
+  if (x.ndim === 0) throw new Error("glu does not support scalars because halving size must be even");
+  const d = normDim(dim, x.ndim);
+  const n = x.shape[d]!;
+  if (n % 2 !== 0) throw new Error(`Halving dimension must be even, but dimension ${d} is size ${n} (input shape ${shapeStr(x.shape)})`);
+  const [a, b] = S.split(x, n / 2, d) as [Tensor, Tensor];
+  return M.mul(a, M.sigmoid(b));
+});

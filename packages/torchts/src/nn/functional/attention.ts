@@ -6,11 +6,12 @@
 import { shapeStr } from "../../ir/shape.js";
 import { withOp } from "../../runtime/mode.js";
 import type { Tensor } from "../../tensor.js";
+import { op, type Sig } from "../../ops/registry.js";
 import * as M from "../../ops/math.js";
 import * as S from "../../ops/shape_ops.js";
 import { ones } from "../../ops/creation.js";
 import { matmul } from "../../ops/linalg.js";
-import { softmax } from "./activation.js";
+import { torchSoftmax as softmax } from "./activation.js";
 import { dropout } from "./misc.js";
 import { requireFloat } from "./util.js";
 import { attach, compositePrim } from "../../ops/core.js";
@@ -25,62 +26,74 @@ export interface SdpaOpts {
   enableGqa?: boolean;
 }
 
-export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, opts: SdpaOpts = {}): Tensor {
-  return withOp("scaled_dot_product_attention", () => {
-    requireFloat(q, "scaled_dot_product_attention", "query");
-    if (q.ndim < 2 || k.ndim < 2 || v.ndim < 2)
-      throw new RangeError(`scaled_dot_product_attention: expected query, key and value with at least 2 dims, got ${shapeStr(q.shape)}, ${shapeStr(k.shape)}, ${shapeStr(v.shape)}`);
-    const E = q.shape[q.ndim - 1]!;
-    if (k.shape[k.ndim - 1] !== E)
-      throw new RangeError(`scaled_dot_product_attention: query and key must have the same embedding dim, got query ${shapeStr(q.shape)} and key ${shapeStr(k.shape)}`);
-    if (k.shape[k.ndim - 2] !== v.shape[v.ndim - 2])
-      throw new RangeError(`scaled_dot_product_attention: key and value must have the same sequence length, got key ${shapeStr(k.shape)} and value ${shapeStr(v.shape)}`);
-    if (opts.isCausal && opts.attnMask)
-      throw new RangeError("scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True");
-    const fused = fusedAttention(q, k, v, opts);
-    if (fused) return fused;
-    let kk = k;
-    let vv = v;
-    if (opts.enableGqa && q.ndim >= 3) {
-      const hq = q.shape[q.ndim - 3]!;
-      const hk = k.shape[k.ndim - 3]!;
-      const hv = v.shape[v.ndim - 3]!;
-      if (hq % hk !== 0 || hq % hv !== 0)
-        throw new RangeError(`scaled_dot_product_attention: number of query heads (${hq}) must be divisible by the number of key/value heads (${hk}, ${hv}) when enable_gqa=True`);
-      if (hk !== hq) kk = S.repeatInterleave(k, hq / hk, k.ndim - 3);
-      if (hv !== hq) vv = S.repeatInterleave(v, hq / hv, v.ndim - 3);
-    }
-    const L = q.shape[q.ndim - 2]!;
-    const Sk = kk.shape[kk.ndim - 2]!;
-    const scale = opts.scale ?? 1 / Math.sqrt(E);
-    let scores = M.mul(matmul(q, S.transpose(kk, -2, -1)), scale);
-    if (opts.isCausal) {
-      const keep = S.tril(ones([L, Sk], { dtype: "bool", device: q.device }), Sk - L);
-      scores = M.where(keep, scores, -Infinity);
-    } else if (opts.attnMask) {
-      const m = opts.attnMask;
-      scores = m.dtype === "bool" ? M.where(m, scores, -Infinity) : M.add(scores, m);
-    }
-    let p = softmax(scores, -1);
-    if (opts.dropoutP && opts.dropoutP > 0) p = dropout(p, { p: opts.dropoutP, training: true });
-    return matmul(p, vv);
-  });
+function sdpa(q: Tensor, k: Tensor, v: Tensor, opts: SdpaOpts): Tensor {
+  requireFloat(q, "query");
+  if (q.ndim < 2 || k.ndim < 2 || v.ndim < 2)
+    throw new RangeError(`expected query, key and value with at least 2 dims, got ${shapeStr(q.shape)}, ${shapeStr(k.shape)}, ${shapeStr(v.shape)}`);
+  const E = q.shape[q.ndim - 1]!;
+  if (k.shape[k.ndim - 1] !== E)
+    throw new RangeError(`query and key must have the same embedding dim, got query ${shapeStr(q.shape)} and key ${shapeStr(k.shape)}`);
+  if (k.shape[k.ndim - 2] !== v.shape[v.ndim - 2])
+    throw new RangeError(`key and value must have the same sequence length, got key ${shapeStr(k.shape)} and value ${shapeStr(v.shape)}`);
+  if (opts.isCausal && opts.attnMask) throw new RangeError("Explicit attn_mask should not be set when is_causal=True");
+  const dp = opts.dropoutP ?? 0;
+  if (!(dp >= 0 && dp <= 1)) throw new RangeError(`dropout probability has to be between 0 and 1, but got ${dp}`);
+  const fused = fusedAttention(q, k, v, opts);
+  if (fused) return fused;
+  let kk = k;
+  let vv = v;
+  if (opts.enableGqa && q.ndim >= 3) {
+    const hq = q.shape[q.ndim - 3]!;
+    const hk = k.shape[k.ndim - 3]!;
+    const hv = v.shape[v.ndim - 3]!;
+    if (hq % hk !== 0 || hq % hv !== 0)
+      throw new RangeError(`number of query heads (${hq}) must be divisible by the number of key/value heads (${hk}, ${hv}) when enable_gqa=True`);
+    if (hk !== hq) kk = S.repeatInterleave(k, hq / hk, k.ndim - 3);
+    if (hv !== hq) vv = S.repeatInterleave(v, hq / hv, v.ndim - 3);
+  }
+  const L = q.shape[q.ndim - 2]!;
+  const Sk = kk.shape[kk.ndim - 2]!;
+  const scale = opts.scale ?? 1 / Math.sqrt(E);
+  let scores = M.mul(matmul(q, S.transpose(kk, -2, -1)), scale);
+  if (opts.isCausal) {
+    const keep = S.tril(ones([L, Sk], { dtype: "bool", device: q.device }), Sk - L);
+    scores = M.where(keep, scores, -Infinity);
+  } else if (opts.attnMask) {
+    const m = opts.attnMask;
+    scores = m.dtype === "bool" ? M.where(m, scores, -Infinity) : M.add(scores, m);
+  }
+  let p = softmax(scores, -1);
+  if (dp > 0) p = dropout(p, dp, true);
+  return matmul(p, vv);
 }
+
+/**
+ * F.scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+ * *, scale=None, enable_gqa=False): softmax(q k^T * scale + mask) v.
+ */
+export const scaledDotProductAttention = op<
+  Sig<[query: Tensor, key: Tensor, value: Tensor, attnMask?: Tensor | null, dropoutP?: number, isCausal?: boolean], SdpaOpts, Tensor>
+>(
+  "scaledDotProductAttention(Tensor query, Tensor key, Tensor value, Tensor? attnMask=None, float dropoutP=0.0, bool isCausal=False, *, float? scale=None, bool enableGqa=False) -> Tensor",
+  (q: Tensor, k: Tensor, v: Tensor, attnMask: Tensor | null, dropoutP: number, isCausal: boolean, scale: number | null, enableGqa: boolean) =>
+    sdpa(q, k, v, { attnMask, dropoutP, isCausal, scale, enableGqa }),
+);
 
 /**
  * scaledDotProductAttention(q, cat(k, -2), cat(v, -2), opts) for keys and values given as two
  * segments along the sequence (a KV cache's completed blocks and the block being filled). Where
  * the device's attention kernel reads both segments in place (cpu, float32, no gradient needed)
  * nothing is concatenated: a decode step then copies no O(context) keys per layer.
+ * Internal (the transformers' KV cache), not torch.nn.functional API.
  */
 export function segmentedAttention(q: Tensor, k: readonly [Tensor, Tensor], v: readonly [Tensor, Tensor], opts: SdpaOpts = {}): Tensor {
-  return withOp("scaled_dot_product_attention", () => {
+  return withOp("scaledDotProductAttention", () => {
     const needsGrad = isGradEnabled() && [q, ...k, ...v].some((t) => t.requiresGrad);
     if (!needsGrad && !opts.isCausal) {
       const out = fusedAttention(q, k[0], v[0], opts, [k[1], v[1]]);
       if (out) return out;
     }
-    return scaledDotProductAttention(q, S.cat([...k], -2), S.cat([...v], -2), opts);
+    return sdpa(q, S.cat([...k], -2), S.cat([...v], -2), opts);
   });
 }
 

@@ -1,30 +1,31 @@
 // Normalization layers: layer_norm, rms_norm, batch_norm (with in-place running-stat
 // updates), group_norm, instance_norm and F.normalize.
-import { shapeStr } from "../../ir/shape.js";
-import { withOp } from "../../runtime/mode.js";
+import { normDim, shapeStr } from "../../ir/shape.js";
 import { scope, type Tensor } from "../../tensor.js";
+import { op, type Sig } from "../../ops/registry.js";
 import { attach } from "../../ops/core.js";
 import { isGradEnabled, noGrad } from "../../autograd/grad_mode.js";
 import { inplaceSet } from "../../ops/inplace.js";
 import * as M from "../../ops/math.js";
 import * as S from "../../ops/shape_ops.js";
 import * as R from "../../ops/reduce.js";
-import { affine, finfoEps, requireFloat } from "./util.js";
+import { affine, finfoEps, requireFloat, writeOut } from "./util.js";
 
-function lastDims(x: Tensor, normalizedShape: number | readonly number[], op: string): number[] {
-  const ns = typeof normalizedShape === "number" ? [normalizedShape] : [...normalizedShape];
+function lastDims(x: Tensor, ns: readonly number[]): number[] {
   const k = ns.length;
+  if (k === 0)
+    throw new RangeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = []");
   const tail = x.shape.slice(x.ndim - k);
-  if (k === 0 || k > x.ndim || tail.some((d, i) => d !== ns[i]))
+  if (k > x.ndim || tail.some((d, i) => d !== ns[i]))
     throw new RangeError(
-      `${op}: Given normalized_shape=${shapeStr(ns)}, expected input with shape [*, ${ns.join(", ")}], but got input of size${shapeStr(x.shape)}`,
+      `Given normalized_shape=${shapeStr(ns)}, expected input with shape [*, ${ns.join(", ")}], but got input of size${shapeStr(x.shape)}`,
     );
   return ns.map((_, i) => x.ndim - k + i);
 }
 
-function checkParam(p: Tensor | null | undefined, want: readonly number[], op: string, name: string): void {
+function checkParam(p: Tensor | null, want: readonly number[], name: string): void {
   if (p && (p.ndim !== want.length || p.shape.some((d, i) => d !== want[i])))
-    throw new RangeError(`${op}: expected ${name} of shape ${shapeStr(want)}, but got ${shapeStr(p.shape)}`);
+    throw new RangeError(`expected ${name} of shape ${shapeStr(want)}, but got ${shapeStr(p.shape)}`);
 }
 
 /** (x - mean) / sqrt(biased var + eps) over `axes`. */
@@ -36,20 +37,22 @@ function standardize(x: Tensor, axes: number[], eps: number): Tensor {
 }
 
 export interface LayerNormOpts {
+  normalizedShape?: number | readonly number[];
   weight?: Tensor | null;
   bias?: Tensor | null;
   eps?: number;
 }
-export function layerNorm(x: Tensor, normalizedShape: number | readonly number[], opts: LayerNormOpts = {}): Tensor {
-  return withOp("layer_norm", () => {
-    requireFloat(x, "layer_norm");
-    const axes = lastDims(x, normalizedShape, "layer_norm");
+type Shape1 = number | readonly number[];
+export const layerNorm = op<
+  Sig<[input: Tensor, normalizedShape: Shape1, weight?: Tensor | null, bias?: Tensor | null, eps?: number], LayerNormOpts, Tensor>
+>(
+  "layerNorm(Tensor input, int[] normalizedShape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor",
+  (x: Tensor, normalizedShape: number[], w: Tensor | null, b: Tensor | null, eps: number): Tensor => {
+    requireFloat(x);
+    const axes = lastDims(x, normalizedShape);
     const ns = axes.map((a) => x.shape[a]!);
-    checkParam(opts.weight, ns, "layer_norm", "weight");
-    checkParam(opts.bias, ns, "layer_norm", "bias");
-    const eps = opts.eps ?? 1e-5;
-    const w = opts.weight ?? null;
-    const b = opts.bias ?? null;
+    checkParam(w, ns, "weight");
+    checkParam(b, ns, "bias");
     // like PyTorch's native_layer_norm: the forward's temporaries are freed at once and the
     // backward needs only x, the mean and 1/std (not the decomposition's intermediates)
     const { y, mu, rstd } = noGrad(() =>
@@ -78,20 +81,27 @@ export function layerNorm(x: Tensor, normalizedShape: number | readonly number[]
       const sumLead = (t: Tensor) => (lead.length ? R.sum(t, lead) : t);
       return [dx, w?.requiresGrad ? sumLead(M.mul(g!, xhat)) : null, b?.requiresGrad ? sumLead(g!) : null];
     });
-  });
-}
+  },
+);
 
 /** F.rms_norm: x * rsqrt(mean(x^2) + eps) * weight; eps defaults to finfo(x.dtype).eps. */
-export function rmsNorm(x: Tensor, normalizedShape: number | readonly number[], opts: { weight?: Tensor | null; eps?: number | null } = {}): Tensor {
-  return withOp("rms_norm", () => {
-    requireFloat(x, "rms_norm");
-    const axes = lastDims(x, normalizedShape, "rms_norm");
-    checkParam(opts.weight, axes.map((a) => x.shape[a]!), "rms_norm", "weight");
-    const eps = opts.eps ?? finfoEps(x.dtype);
+export const rmsNorm = op<
+  Sig<
+    [input: Tensor, normalizedShape: Shape1, weight?: Tensor | null, eps?: number | null],
+    { normalizedShape?: Shape1; weight?: Tensor | null; eps?: number | null },
+    Tensor
+  >
+>(
+  "rmsNorm(Tensor input, int[] normalizedShape, Tensor? weight=None, float? eps=None) -> Tensor",
+  (x: Tensor, normalizedShape: number[], weight: Tensor | null, eps0: number | null): Tensor => {
+    requireFloat(x);
+    const axes = lastDims(x, normalizedShape);
+    checkParam(weight, axes.map((a) => x.shape[a]!), "weight");
+    const eps = eps0 ?? finfoEps(x.dtype);
     const y = M.mul(x, M.rsqrt(M.add(R.mean(M.mul(x, x), axes, true), eps)));
-    return opts.weight ? M.mul(y, opts.weight) : y;
-  });
-}
+    return weight ? M.mul(y, weight) : y;
+  },
+);
 
 /** View a per-channel [C] tensor as [C, 1, ...] to broadcast against [N, C, *]. */
 function perChannel(p: Tensor | null | undefined, x: Tensor): Tensor | null {
@@ -100,82 +110,143 @@ function perChannel(p: Tensor | null | undefined, x: Tensor): Tensor | null {
 }
 
 export interface BatchNormOpts {
+  runningMean?: Tensor | null;
+  runningVar?: Tensor | null;
   weight?: Tensor | null;
   bias?: Tensor | null;
   training?: boolean;
   momentum?: number;
   eps?: number;
 }
+
 /**
- * F.batch_norm. In training mode the batch statistics normalize x and, when given, the
- * running stats are updated in place (running_var with the unbiased variance) outside autograd.
+ * batch_norm. In training mode the batch statistics normalize x and, when given, the running
+ * stats are updated in place (running_var with the unbiased variance) outside autograd.
  */
-export function batchNorm(x: Tensor, runningMean: Tensor | null, runningVar: Tensor | null, opts: BatchNormOpts = {}): Tensor {
-  return withOp("batch_norm", () => {
-    requireFloat(x, "batch_norm");
-    if (x.ndim < 2) throw new RangeError(`batch_norm: expected input with at least 2 dims (N, C, ...), but got input of size ${shapeStr(x.shape)}`);
-    const C = x.shape[1]!;
-    for (const [p, n] of [[runningMean, "running_mean"], [runningVar, "running_var"], [opts.weight, "weight"], [opts.bias, "bias"]] as const)
-      if (p && p.numel() !== C)
-        throw new RangeError(`batch_norm: ${n} should contain ${C} elements not ${p.numel()} (input of size ${shapeStr(x.shape)})`);
-    const training = opts.training ?? false;
-    const eps = opts.eps ?? 1e-5;
-    const momentum = opts.momentum ?? 0.1;
-    const axes = x.shape.map((_, i) => i).filter((i) => i !== 1);
-    let y: Tensor;
-    if (training) {
-      const n = x.numel() / C;
-      if (n <= 1) throw new RangeError(`batch_norm: Expected more than 1 value per channel when training, got input size ${shapeStr(x.shape)}`);
-      const mu = R.mean(x, axes, true);
-      const d = M.sub(x, mu);
-      const v = R.mean(M.mul(d, d), axes, true);
-      y = M.mul(d, M.rsqrt(M.add(v, eps)));
-      noGrad(() => {
-        if (runningMean)
-          inplaceSet(runningMean, M.add(M.mul(runningMean, 1 - momentum), M.mul(S.reshape(mu, runningMean.shape), momentum)), "batch_norm");
-        if (runningVar)
-          inplaceSet(runningVar, M.add(M.mul(runningVar, 1 - momentum), M.mul(S.reshape(v, runningVar.shape), (momentum * n) / (n - 1))), "batch_norm");
-      });
-    } else {
-      if (!runningMean || !runningVar) throw new TypeError("batch_norm: running_mean and running_var must be defined in evaluation mode");
-      y = M.mul(M.sub(x, perChannel(runningMean, x)!), M.rsqrt(M.add(perChannel(runningVar, x)!, eps)));
-    }
-    return affine(y, perChannel(opts.weight, x), perChannel(opts.bias, x));
-  });
+function batchNormImpl(
+  x: Tensor, runningMean: Tensor | null, runningVar: Tensor | null, weight: Tensor | null, bias: Tensor | null,
+  training: boolean, momentum: number, eps: number, name: string,
+): Tensor {
+  requireFloat(x);
+  if (x.ndim < 2) throw new RangeError(`expected input with at least 2 dims (N, C, ...), but got input of size ${shapeStr(x.shape)}`);
+  const C = x.shape[1]!;
+  for (const [p, n] of [[runningMean, "running_mean"], [runningVar, "running_var"], [weight, "weight"], [bias, "bias"]] as const)
+    if (p && p.numel() !== C) throw new RangeError(`${n} should contain ${C} elements not ${p.numel()} (input of size ${shapeStr(x.shape)})`);
+  const axes = x.shape.map((_, i) => i).filter((i) => i !== 1);
+  let y: Tensor;
+  if (training) {
+    const n = x.numel() / C;
+    if (n <= 1) throw new RangeError(`Expected more than 1 value per channel when training, got input size ${shapeStr(x.shape)}`);
+    const mu = R.mean(x, axes, true);
+    const d = M.sub(x, mu);
+    const v = R.mean(M.mul(d, d), axes, true);
+    y = M.mul(d, M.rsqrt(M.add(v, eps)));
+    noGrad(() => {
+      if (runningMean)
+        inplaceSet(runningMean, M.add(M.mul(runningMean, 1 - momentum), M.mul(S.reshape(mu, runningMean.shape), momentum)), name);
+      if (runningVar)
+        inplaceSet(runningVar, M.add(M.mul(runningVar, 1 - momentum), M.mul(S.reshape(v, runningVar.shape), (momentum * n) / (n - 1))), name);
+    });
+  } else {
+    if (!runningMean) throw new Error("running_mean must be defined in evaluation mode");
+    if (!runningVar) throw new Error("running_var must be defined in evaluation mode");
+    y = M.mul(M.sub(x, perChannel(runningMean, x)!), M.rsqrt(M.add(perChannel(runningVar, x)!, eps)));
+  }
+  return affine(y, perChannel(weight, x), perChannel(bias, x));
 }
 
-export function groupNorm(x: Tensor, numGroups: number, opts: LayerNormOpts = {}): Tensor {
-  return withOp("group_norm", () => {
-    requireFloat(x, "group_norm");
-    if (x.ndim < 2) throw new RangeError(`group_norm: expected input with at least 2 dims (N, C, ...), but got input of size ${shapeStr(x.shape)}`);
+/** F.batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05). */
+export const batchNorm = op<
+  Sig<
+    [input: Tensor, runningMean: Tensor | null, runningVar: Tensor | null, weight?: Tensor | null, bias?: Tensor | null, training?: boolean, momentum?: number, eps?: number],
+    BatchNormOpts,
+    Tensor
+  >
+>(
+  "batchNorm(Tensor input, Tensor? runningMean, Tensor? runningVar, Tensor? weight=None, Tensor? bias=None, bool training=False, float momentum=0.1, float eps=1e-05) -> Tensor",
+  (x: Tensor, rm: Tensor | null, rv: Tensor | null, w: Tensor | null, b: Tensor | null, training: boolean, momentum: number, eps: number) =>
+    batchNormImpl(x, rm, rv, w, b, training, momentum, eps, "batchNorm"),
+);
+
+export const groupNorm = op<
+  Sig<
+    [input: Tensor, numGroups: number, weight?: Tensor | null, bias?: Tensor | null, eps?: number],
+    { numGroups?: number; weight?: Tensor | null; bias?: Tensor | null; eps?: number },
+    Tensor
+  >
+>(
+  "groupNorm(Tensor input, int numGroups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor",
+  (x: Tensor, numGroups: number, w: Tensor | null, b: Tensor | null, eps: number): Tensor => {
+    requireFloat(x);
+    if (x.ndim < 2) throw new RangeError(`expected input with at least 2 dims (N, C, ...), but got input of size ${shapeStr(x.shape)}`);
+    if (numGroups <= 0) throw new Error(`Expected num groups to be greater than 0, got ${numGroups}`);
     const [N, C] = x.shape as [number, number];
     if (C % numGroups !== 0)
-      throw new RangeError(`group_norm: Expected number of channels in input to be divisible by num_groups, but got input of shape ${shapeStr(x.shape)} and num_groups=${numGroups}`);
-    checkParam(opts.weight, [C], "group_norm", "weight");
-    checkParam(opts.bias, [C], "group_norm", "bias");
+      throw new RangeError(`Expected number of channels in input to be divisible by num_groups, but got input of shape ${shapeStr(x.shape)} and num_groups=${numGroups}`);
+    checkParam(w, [C], "weight");
+    checkParam(b, [C], "bias");
     const g = S.reshape(x, [N, numGroups, -1]);
-    const y = S.reshape(standardize(g, [2], opts.eps ?? 1e-5), x.shape);
-    return affine(y, perChannel(opts.weight, x), perChannel(opts.bias, x));
-  });
-}
+    const y = S.reshape(standardize(g, [2], eps), x.shape);
+    return affine(y, perChannel(w, x), perChannel(b, x));
+  },
+);
 
-/** F.instance_norm without running stats: normalize each (n, c) over the spatial dims. */
-export function instanceNorm(x: Tensor, opts: LayerNormOpts = {}): Tensor {
-  return withOp("instance_norm", () => {
-    requireFloat(x, "instance_norm");
-    if (x.ndim < 3) throw new RangeError(`instance_norm: expected input with at least 3 dims (N, C, L...), but got input of size ${shapeStr(x.shape)}`);
-    const axes = x.shape.map((_, i) => i).filter((i) => i >= 2);
-    return affine(standardize(x, axes, opts.eps ?? 1e-5), perChannel(opts.weight, x), perChannel(opts.bias, x));
-  });
+export interface InstanceNormOpts extends BatchNormOpts {
+  useInputStats?: boolean;
 }
+/**
+ * F.instance_norm: normalize each (n, c) over the spatial dims. With running stats, PyTorch's
+ * definition: batch_norm of x viewed as [1, N*C, *] with the stats repeated N times, and the
+ * running stats then the mean over the batch of the updated copies.
+ */
+export const instanceNorm = op<
+  Sig<
+    [input: Tensor, runningMean?: Tensor | null, runningVar?: Tensor | null, weight?: Tensor | null, bias?: Tensor | null, useInputStats?: boolean, momentum?: number, eps?: number],
+    InstanceNormOpts,
+    Tensor
+  >
+>(
+  "instanceNorm(Tensor input, Tensor? runningMean=None, Tensor? runningVar=None, Tensor? weight=None, Tensor? bias=None, bool useInputStats=True, float momentum=0.1, float eps=1e-05) -> Tensor",
+  (x: Tensor, rm: Tensor | null, rv: Tensor | null, w: Tensor | null, b: Tensor | null, useInputStats: boolean, momentum: number, eps: number): Tensor => {
+    requireFloat(x);
+    if (useInputStats) {
+      const spatial = x.shape.slice(2).reduce((p, q) => p * q, 1);
+      if (spatial <= 1) throw new RangeError(`Expected more than 1 spatial element when training, got input size ${shapeStr(x.shape)}`);
+    } else if (!rm || !rv) throw new Error("Expected running_mean and running_var to be defined when use_input_stats is false");
+    if (x.ndim < 3) throw new RangeError(`expected input with at least 3 dims (N, C, L...), but got input of size ${shapeStr(x.shape)}`);
+    const [N, C] = x.shape as [number, number];
+    for (const [p, n] of [[rm, "running_mean"], [rv, "running_var"], [w, "weight"], [b, "bias"]] as const)
+      if (p && p.numel() !== C) throw new RangeError(`${n} should contain ${C} elements not ${p.numel()} (input of size ${shapeStr(x.shape)})`);
+    if (!rm && !rv) {
+      const axes = x.shape.map((_, i) => i).filter((i) => i >= 2);
+      return affine(standardize(x, axes, eps), perChannel(w, x), perChannel(b, x));
+    }
+    const rep = (t: Tensor | null): Tensor | null => (t ? S.reshape(S.contiguous(S.expand(S.reshape(t, [1, C]), [N, C])), [N * C]) : null);
+    const rm2 = noGrad(() => rep(rm));
+    const rv2 = noGrad(() => rep(rv));
+    const y = batchNormImpl(S.reshape(x, [1, N * C, ...x.shape.slice(2)]), rm2, rv2, rep(w), rep(b), useInputStats, momentum, eps, "instanceNorm");
+    if (useInputStats)
+      noGrad(() => {
+        if (rm) inplaceSet(rm, S.reshape(R.mean(S.reshape(rm2!, [N, C]), 0), rm.shape), "instanceNorm");
+        if (rv) inplaceSet(rv, S.reshape(R.mean(S.reshape(rv2!, [N, C]), 0), rv.shape), "instanceNorm");
+      });
+    return S.reshape(y, x.shape);
+  },
+);
 
 /** F.normalize: x / max(||x||_p, eps) along dim; an all-zero slice gets a finite gradient, as PyTorch. */
-export function normalize(x: Tensor, opts: { p?: number; dim?: number; eps?: number } = {}): Tensor {
-  return withOp("normalize", () => {
-    const p = opts.p ?? 2;
-    const dim = opts.dim ?? 1;
+export const normalize = op<
+  Sig<
+    [input: Tensor, p?: number, dim?: number, eps?: number, out?: Tensor | null],
+    { p?: number; dim?: number; eps?: number; out?: Tensor | null },
+    Tensor
+  >
+>(
+  "normalize(Tensor input, float p=2., int dim=1, float eps=1e-12, Tensor? out=None) -> Tensor",
+  (x: Tensor, p: number, dim: number, eps: number, out: Tensor | null): Tensor => {
+    normDim(dim, x.ndim);
     let n: Tensor;
-    if (p === Infinity || p === 1) n = R.norm(x, p, dim, true);
+    if (p === Infinity || p === 1 || !(p > 0)) n = R.norm(x, p, dim, true);
     else {
       // ||x||_p = s^(1/p) has an infinite derivative at s = 0: evaluate it only where s > 0
       const s = R.sum(p === 2 ? M.mul(x, x) : M.pow(M.abs(x), p), dim, true);
@@ -183,6 +254,7 @@ export function normalize(x: Tensor, opts: { p?: number; dim?: number; eps?: num
       const safe = M.where(pos, s, 1);
       n = M.where(pos, p === 2 ? M.sqrt(safe) : M.pow(safe, 1 / p), 0);
     }
-    return M.div(x, M.clamp(n, opts.eps ?? 1e-12));
-  });
-}
+    const y = M.div(x, M.clamp(n, eps));
+    return out ? writeOut(out, y, "normalize") : y;
+  },
+);
