@@ -6,12 +6,7 @@
 // call cannot leave state behind. Implementations receive clean arguments in schema order.
 import { Tensor } from "../tensor.js";
 import { enterOp, exitOp } from "../runtime/mode.js";
-import * as dispatch from "../runtime/dispatch.js";
-
-// TEMPORARY until runtime/dispatch.ts exports them (being added): fused-eager rollback hooks
-const D = dispatch as unknown as { opCheckpoint?: () => unknown; opRollback?: (t: unknown) => void };
-const opCheckpoint = (): unknown => (D.opCheckpoint ? D.opCheckpoint() : null);
-const opRollback = (t: unknown): void => D.opRollback?.(t);
+import { opCheckpoint, opRollback } from "../runtime/dispatch.js";
 import { bindArgs, describeCall, signatureText } from "./binder.js";
 import { parseSchema, type Schema } from "./schema.js";
 
