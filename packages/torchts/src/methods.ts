@@ -8,9 +8,10 @@ import * as S from "./ops/shape_ops.js";
 import * as R from "./ops/reduce.js";
 import * as L from "./ops/linalg.js";
 import * as RNG from "./ops/random.js";
-import { inplaceSet, copy_ as copyInplace } from "./ops/inplace.js";
+import type { InplaceSigs as IM } from "./ops/inplace_methods.js";
+import "./ops/inplace_methods.js"; // in-place variants, x.where(cond, other), dtype casts (x.float())
 import { backward, type BackwardOptions } from "./autograd/engine.js";
-import { opOf } from "./ops/registry.js";
+import { opOf, type Method } from "./ops/registry.js";
 
 type T = Tensor;
 /** backward()'s keyword arguments (PyTorch's gradient, retain_graph, create_graph, inputs) */
@@ -18,64 +19,77 @@ type BackwardArgs = BackwardOptions & { gradient?: T | null; inputs?: T[] | null
 type VI = R.ValuesIndices;
 declare module "./tensor.js" {
   interface Tensor {
-    add(o: TensorLike, opts?: { alpha?: number }): T;
-    sub(o: TensorLike, opts?: { alpha?: number }): T;
-    mul(o: TensorLike): T;
-    div(o: TensorLike, opts?: { roundingMode?: "trunc" | "floor" | null }): T;
-    pow(o: TensorLike): T;
-    rsub(o: TensorLike): T;
-    remainder(o: TensorLike): T;
-    fmod(o: TensorLike): T;
-    floorDivide(o: TensorLike): T;
-    maximum(o: TensorLike): T;
-    minimum(o: TensorLike): T;
-    atan2(o: TensorLike): T;
-    eq(o: TensorLike): T;
-    ne(o: TensorLike): T;
-    lt(o: TensorLike): T;
-    le(o: TensorLike): T;
-    gt(o: TensorLike): T;
-    ge(o: TensorLike): T;
-    logicalAnd(o: TensorLike): T;
-    logicalOr(o: TensorLike): T;
-    logicalXor(o: TensorLike): T;
-    logicalNot(): T;
-    bitwiseAnd(o: TensorLike): T;
-    bitwiseOr(o: TensorLike): T;
-    bitwiseXor(o: TensorLike): T;
-    bitwiseNot(): T;
-    neg(): T;
-    abs(): T;
-    sign(): T;
-    exp(): T;
-    log(): T;
-    log2(): T;
-    log10(): T;
-    sqrt(): T;
-    rsqrt(): T;
-    sin(): T;
-    cos(): T;
-    tan(): T;
-    tanh(): T;
-    sigmoid(): T;
-    erf(): T;
-    expm1(): T;
-    log1p(): T;
-    reciprocal(): T;
-    floor(): T;
-    ceil(): T;
-    round(opts?: { decimals?: number }): T;
-    trunc(): T;
-    frac(): T;
-    square(): T;
-    relu(): T;
-    isnan(): T;
-    isinf(): T;
-    isfinite(): T;
-    clamp(min?: TensorLike | null, max?: TensorLike | null): T;
-    clip(min?: TensorLike | null, max?: TensorLike | null): T;
-    lerp(end: T, w: TensorLike): T;
-    where(cond: T, other: TensorLike): T;
+    add: Method<typeof M.add>;
+    sub: Method<typeof M.sub>;
+    mul: Method<typeof M.mul>;
+    div: Method<typeof M.div>;
+    pow: Method<typeof M.pow>;
+    rsub: Method<typeof M.rsub>;
+    remainder: Method<typeof M.remainder>;
+    fmod: Method<typeof M.fmod>;
+    floorDivide: Method<typeof M.floorDivide>;
+    trueDivide: Method<typeof M.trueDivide>;
+    maximum: Method<typeof M.maximum>;
+    minimum: Method<typeof M.minimum>;
+    atan2: Method<typeof M.atan2>;
+    eq: Method<typeof M.eq>;
+    ne: Method<typeof M.ne>;
+    lt: Method<typeof M.lt>;
+    le: Method<typeof M.le>;
+    gt: Method<typeof M.gt>;
+    ge: Method<typeof M.ge>;
+    logicalAnd: Method<typeof M.logicalAnd>;
+    logicalOr: Method<typeof M.logicalOr>;
+    logicalXor: Method<typeof M.logicalXor>;
+    logicalNot: Method<typeof M.logicalNot>;
+    bitwiseAnd: Method<typeof M.bitwiseAnd>;
+    bitwiseOr: Method<typeof M.bitwiseOr>;
+    bitwiseXor: Method<typeof M.bitwiseXor>;
+    bitwiseNot: Method<typeof M.bitwiseNot>;
+    neg: Method<typeof M.neg>;
+    abs: Method<typeof M.abs>;
+    sign: Method<typeof M.sign>;
+    exp: Method<typeof M.exp>;
+    log: Method<typeof M.log>;
+    log2: Method<typeof M.log2>;
+    log10: Method<typeof M.log10>;
+    sqrt: Method<typeof M.sqrt>;
+    rsqrt: Method<typeof M.rsqrt>;
+    sin: Method<typeof M.sin>;
+    cos: Method<typeof M.cos>;
+    tan: Method<typeof M.tan>;
+    tanh: Method<typeof M.tanh>;
+    sigmoid: Method<typeof M.sigmoid>;
+    erf: Method<typeof M.erf>;
+    expm1: Method<typeof M.expm1>;
+    log1p: Method<typeof M.log1p>;
+    reciprocal: Method<typeof M.reciprocal>;
+    atan: Method<typeof M.atan>;
+    asin: Method<typeof M.asin>;
+    acos: Method<typeof M.acos>;
+    sinh: Method<typeof M.sinh>;
+    cosh: Method<typeof M.cosh>;
+    asinh: Method<typeof M.asinh>;
+    acosh: Method<typeof M.acosh>;
+    atanh: Method<typeof M.atanh>;
+    exp2: Method<typeof M.exp2>;
+    floor: Method<typeof M.floor>;
+    ceil: Method<typeof M.ceil>;
+    round: Method<typeof M.round>;
+    trunc: Method<typeof M.trunc>;
+    fix: Method<typeof M.fix>;
+    frac: Method<typeof M.frac>;
+    square: Method<typeof M.square>;
+    relu: Method<typeof M.relu>;
+    isnan: Method<typeof M.isnan>;
+    isinf: Method<typeof M.isinf>;
+    isfinite: Method<typeof M.isfinite>;
+    clamp: Method<typeof M.clamp>;
+    clip: Method<typeof M.clip>;
+    lerp: Method<typeof M.lerp>;
+    addcmul: Method<typeof M.addcmul>;
+    addcdiv: Method<typeof M.addcdiv>;
+    where: IM["where"];
     // shape
     contiguous(): T;
     clone(): T;
@@ -116,14 +130,14 @@ declare module "./tensor.js" {
     to(a: string | { dtype?: DType; device?: string }, dtype?: DType): T;
     type(dtype: DType): T;
     cpu(): T;
-    float(): T;
-    double(): T;
-    half(): T;
-    bfloat16(): T;
-    long(): T;
-    int(): T;
-    bool(): T;
-    byte(): T;
+    float: IM["cast"];
+    double: IM["cast"];
+    half: IM["cast"];
+    bfloat16: IM["cast"];
+    long: IM["cast"];
+    int: IM["cast"];
+    bool: IM["cast"];
+    byte: IM["cast"];
     // reductions
     sum(dim?: number | number[] | null | R.ReduceOpts, keepdim?: boolean): T;
     mean(dim?: number | number[] | null | R.ReduceOpts, keepdim?: boolean): T;
@@ -157,25 +171,25 @@ declare module "./tensor.js" {
     dot(o: T): T;
     outer(o: T): T;
     // in-place
-    add_(o: TensorLike, opts?: { alpha?: number }): T;
-    sub_(o: TensorLike, opts?: { alpha?: number }): T;
-    mul_(o: TensorLike): T;
-    div_(o: TensorLike, opts?: { roundingMode?: "trunc" | "floor" | null }): T;
-    pow_(o: TensorLike): T;
-    neg_(): T;
-    exp_(): T;
-    sqrt_(): T;
-    abs_(): T;
-    relu_(): T;
-    sigmoid_(): T;
-    tanh_(): T;
-    clamp_(min?: TensorLike | null, max?: TensorLike | null): T;
-    lerp_(end: T, w: TensorLike): T;
-    addcmul_(a: T, b: T, opts?: { value?: number }): T;
-    addcdiv_(a: T, b: T, opts?: { value?: number }): T;
-    copy_(src: T): T;
-    zero_(): T;
-    fill_(v: TensorLike): T;
+    add_: IM["add_"];
+    sub_: IM["sub_"];
+    mul_: IM["mul_"];
+    div_: IM["div_"];
+    pow_: IM["pow_"];
+    neg_: IM["unary"];
+    exp_: IM["unary"];
+    sqrt_: IM["unary"];
+    abs_: IM["unary"];
+    relu_: IM["unary"];
+    sigmoid_: IM["unary"];
+    tanh_: IM["unary"];
+    clamp_: IM["clamp_"];
+    lerp_: IM["lerp_"];
+    addcmul_: IM["addc_"];
+    addcdiv_: IM["addc_"];
+    copy_: IM["copy_"];
+    zero_: IM["unary"];
+    fill_: IM["fill_"];
     uniform_(from?: number, to?: number, gen?: RNG.Generator): T;
     normal_(mean?: number, std?: number, gen?: RNG.Generator): T;
     requiresGrad_(v?: boolean): T;
@@ -206,15 +220,6 @@ const bind = (name: string, f: (...a: never[]) => unknown) => {
 };
 
 const direct: Record<string, (...a: never[]) => unknown> = {
-  add: M.add, sub: M.sub, mul: M.mul, div: M.div, pow: M.pow, rsub: M.rsub, remainder: M.remainder, fmod: M.fmod,
-  floorDivide: M.floorDivide, maximum: M.maximum, minimum: M.minimum, atan2: M.atan2, eq: M.eq, ne: M.ne, lt: M.lt,
-  le: M.le, gt: M.gt, ge: M.ge, logicalAnd: M.logicalAnd, logicalOr: M.logicalOr, logicalXor: M.logicalXor,
-  logicalNot: M.logicalNot, bitwiseAnd: M.bitwiseAnd, bitwiseOr: M.bitwiseOr, bitwiseXor: M.bitwiseXor,
-  bitwiseNot: M.bitwiseNot, neg: M.neg, abs: M.abs, sign: M.sign, exp: M.exp, log: M.log, log2: M.log2, log10: M.log10,
-  sqrt: M.sqrt, rsqrt: M.rsqrt, sin: M.sin, cos: M.cos, tan: M.tan, tanh: M.tanh, sigmoid: M.sigmoid, erf: M.erf,
-  expm1: M.expm1, log1p: M.log1p, reciprocal: M.reciprocal, floor: M.floor, ceil: M.ceil, round: M.round,
-  trunc: M.trunc, frac: M.frac, square: M.square, relu: M.relu, isnan: M.isnan, isinf: M.isinf, isfinite: M.isfinite,
-  clamp: M.clamp, clip: M.clamp, lerp: M.lerp,
   contiguous: S.contiguous, clone: S.clone, detach: S.detach, view: S.view, viewAs: S.viewAs, reshape: S.reshape,
   reshapeAs: S.reshapeAs, permute: S.permute, transpose: S.transpose, swapaxes: S.transpose, t: S.t, movedim: S.movedim,
   expand: S.expand, expandAs: S.expandAs, narrow: S.narrow, select: S.select, slice: S.slice, squeeze: S.squeeze,
@@ -225,40 +230,12 @@ const direct: Record<string, (...a: never[]) => unknown> = {
   argmin: R.argmin, var: R.var_, std: R.std, logsumexp: R.logsumexp, norm: R.norm, any: R.any, all: R.all,
   cumsum: R.cumsum, cumprod: R.cumprod, sort: R.sort, argsort: R.argsort, topk: R.topk,
   matmul: L.matmul, mm: L.mm, bmm: L.bmm, mv: L.mv, dot: L.dot, outer: L.outer,
-  copy_: copyInplace,
-  zero_: (t: T) => inplaceSet(t, 0, "zero_"),
-  fill_: (t: T, v: TensorLike) => inplaceSet(t, v, "fill_"),
   uniform_: RNG.uniform_,
   normal_: RNG.normal_,
   backward: (t: T, g?: T | null, o?: BackwardOptions) => backward(t, g, o),
 };
 for (const [k, f] of Object.entries(direct)) bind(k, f);
 
-P.where = function (this: T, cond: T, other: TensorLike) {
-  return M.where(cond, this, other);
-};
-
-// in-place variants: compute out of place, write back (version bump, autograd rebase)
-const inplace: Record<string, (t: T, ...a: never[]) => T> = {
-  add_: M.add, sub_: M.sub, mul_: M.mul, div_: M.div, pow_: M.pow, neg_: M.neg, exp_: M.exp, sqrt_: M.sqrt,
-  abs_: M.abs, relu_: M.relu, sigmoid_: M.sigmoid, tanh_: M.tanh, clamp_: M.clamp, lerp_: M.lerp,
-  addcmul_: M.addcmul, addcdiv_: M.addcdiv,
-};
-for (const [k, f] of Object.entries(inplace))
-  if (!taken(k))
-    P[k] = function (this: T, ...a: unknown[]) {
-    return inplaceSet(this, (f as (...x: unknown[]) => T)(this, ...a), k);
-  };
-
-const casts: Record<string, DType> = {
-  float: "float32", double: "float64", half: "float16", bfloat16: "bfloat16", long: "int64", int: "int32",
-  bool: "bool", byte: "uint8",
-};
-for (const [k, d] of Object.entries(casts))
-  if (!taken(k))
-    P[k] = function (this: T) {
-    return S.to(this, d);
-  };
 P.cpu = function (this: T) {
   return S.to(this, "cpu");
 };

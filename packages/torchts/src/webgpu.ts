@@ -20,7 +20,7 @@ import { realize } from "./runtime/dispatch.js";
 import { forgetDevice } from "./runtime/scheduler.js";
 import { Tensor } from "./tensor.js";
 import { attach } from "./ops/core.js";
-import { dropScalarConstants } from "./ops/math.js";
+import { _dropScalarConstants as dropScalarConstants } from "./ops/math.js";
 import { toDevice } from "./ops/shape_ops.js";
 
 export type { WebGPUOptions, WebGPUStats };

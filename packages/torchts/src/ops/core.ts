@@ -148,7 +148,7 @@ export function stridedScatter(src: Tensor, outShape: Shape, shape: Shape, strid
   if (!base) return attach(out, "StridedScatterBackward0", [src], [], ([g]) => [asStridedLogical(g!, shape, strides, offset)]);
   return attach(out, "CopySlices", [src, base], [], ([g]) => [
     asStridedLogical(g!, shape, strides, offset),
-    stridedScatter(M.zerosOf([...shape], src.dtype, src.device), outShape, shape, strides, offset, g!),
+    stridedScatter(M._zerosOf([...shape], src.dtype, src.device), outShape, shape, strides, offset, g!),
   ]);
 }
 
@@ -469,7 +469,7 @@ export function compositePrim(
 export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
   const out = prim("gather", { dim }, [x, index], index.shape, x.dtype, dev(x));
   return attach(out, "GatherBackward0", [x], [index], ([g], [idx]) => [
-    scatterAdd(M.zerosOf(x.shape, x.dtype, x.device), dim, idx!, g!),
+    scatterAdd(M._zerosOf(x.shape, x.dtype, x.device), dim, idx!, g!),
   ]);
 }
 

@@ -35,9 +35,9 @@ export function inplaceSet(t: Tensor, value: TensorLike, name: string): Tensor {
   prepareInplace(t._storage);
   const track = isGradEnabled() && (v.requiresGrad || t.requiresGrad);
   const r = contiguous(expand(cast(v, t.dtype), t.shape));
-  const full = r === v || r._storage === t._storage ? M.add(r, 0) : r; // never alias the destination
+  const full = r === v || r._storage === t._storage ? M._impl.add(r, 0) : r; // never alias the destination
   if (coversStorage(t) && !t._base) {
-    const fresh = full._offset === 0 && full.numel() === full._storage.numel ? full : contiguous(M.add(full, 0));
+    const fresh = full._offset === 0 && full.numel() === full._storage.numel ? full : contiguous(M._impl.add(full, 0));
     adoptInto(t._storage, fresh._storage);
     // keep the autograd history on t; `fresh` is a throwaway handle to the data now owned by t
     if (track) {
@@ -75,13 +75,7 @@ export function inplaceSet(t: Tensor, value: TensorLike, name: string): Tensor {
   return t;
 }
 
+/** The body of Tensor.copy_ (inplace_methods.ts): the one in-place op that may cross devices, as in PyTorch. */
 export function copy_(t: Tensor, src: Tensor): Tensor {
-  // copy_ is the one in-place op that may cross devices, as in PyTorch
   return inplaceSet(t, src.device === t.device ? src : toDevice(src, t.device), "copy_");
-}
-export function zero_(t: Tensor): Tensor {
-  return inplaceSet(t, 0, "zero_");
-}
-export function fill_(t: Tensor, v: TensorLike): Tensor {
-  return inplaceSet(t, v, "fill_");
 }

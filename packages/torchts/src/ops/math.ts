@@ -1,15 +1,18 @@
 // Elementwise ops: arithmetic with PyTorch's type promotion, comparisons, logic and math.
-import { getDefaultDtype, isFloating, resultType, scalarDtype, type DType, type PromoOperand } from "../ir/dtype.js";
+// Every public op is an op-table entry (registry.ts) with PyTorch's schema; the implementations
+// below (`*I`) take the bound arguments and call each other directly, so a composite
+// (lerp, addcmul, round with decimals, an alpha) binds its arguments once.
+import { category, getDefaultDtype, isFloating, resultType, scalarDtype, type DType, type PromoOperand } from "../ir/dtype.js";
 import type { BinaryOp, UnaryOp } from "../ir/prims.js";
-import { withOp } from "../runtime/mode.js";
-import { Tensor, unscoped, type TensorLike } from "../tensor.js";
+import { Tensor, unscoped, type Scalar, type TensorLike } from "../tensor.js";
 import { traceState } from "../runtime/dispatch.js";
 import { recordHooks } from "../runtime/scheduler.js";
 import { binary, cast, scalarTensor, unary, where as wherePrim } from "./core.js";
 import { full, zerosLike, onesLike } from "./creation.js";
+import { installMethods, op, type Sig } from "./registry.js";
 
-/** zeros of a given dtype/device, for gradient formulas. */
-export function zerosOf(shape: number[], dtype: DType, device: string): Tensor {
+/** zeros of a given dtype/device, for gradient formulas (internal). */
+export function _zerosOf(shape: number[], dtype: DType, device: string): Tensor {
   return full(shape, 0, { dtype, device });
 }
 export { zerosLike as _zerosLike, onesLike as _onesLike };
@@ -33,7 +36,7 @@ const SCALAR_CACHE_MAX = 256;
 const scalarCache = new Map<string, Tensor>();
 
 /** Forget the cached number constants of a device (its buffers are gone: torch.webgpu.shutdown()). */
-export function dropScalarConstants(device: string): void {
+export function _dropScalarConstants(device: string): void {
   for (const [k, t] of scalarCache) if (t.device === device) scalarCache.delete(k);
 }
 function scalarOperand(x: number | boolean, dtype: DType, device: string): Tensor {
@@ -52,215 +55,326 @@ function scalarOperand(x: number | boolean, dtype: DType, device: string): Tenso
   return t;
 }
 
-function deviceOf(...xs: TensorLike[]): string {
-  for (const x of xs) if (x instanceof Tensor && x.ndim > 0) return x.device;
-  for (const x of xs) if (x instanceof Tensor) return x.device;
+function deviceOf2(a: TensorLike, b: TensorLike): string {
+  if (a instanceof Tensor && a.ndim > 0) return a.device;
+  if (b instanceof Tensor && b.ndim > 0) return b.device;
+  if (a instanceof Tensor) return a.device;
+  if (b instanceof Tensor) return b.device;
   return "cpu";
 }
 
-export function promote(op: string, ...xs: TensorLike[]): DType {
-  if (!xs.some((x) => x instanceof Tensor)) throw new TypeError(`${op}: expected at least one Tensor argument`);
-  return resultType(xs.map(operand));
+/** PyTorch's result type of a binary op (numbers count as Python scalars). */
+function promote2(a: TensorLike, b: TensorLike): DType {
+  return resultType([operand(a), operand(b)]);
 }
 
 /** Apply a binary primitive with promotion; `compute` picks the dtype the op computes in. */
-function bin(op: BinaryOp, name: string, a: TensorLike, b: TensorLike, compute?: (d: DType) => DType): Tensor {
-  return withOp(name, () => {
-    let d = promote(name, a, b);
-    if (compute) d = compute(d);
-    const dev = deviceOf(a, b);
-    return binary(op, asTensor(a, d, dev), asTensor(b, d, dev));
-  });
+function bin(op: BinaryOp, a: TensorLike, b: TensorLike, compute?: (d: DType) => DType): Tensor {
+  let d = promote2(a, b);
+  if (compute) d = compute(d);
+  const dev = deviceOf2(a, b);
+  return binary(op, asTensor(a, d, dev), asTensor(b, d, dev));
 }
 
 const toFloat = (d: DType): DType => (isFloating(d) ? d : getDefaultDtype());
 
-export function add(a: TensorLike, b: TensorLike, opts: { alpha?: number } = {}): Tensor {
-  if (opts.alpha !== undefined && opts.alpha !== 1) b = mul(b, opts.alpha);
-  return bin("add", "add", a, b);
+// ---- signatures ----
+type T = Tensor;
+type TL = TensorLike;
+type Unary = Sig<[input: T], { input?: T }, T>;
+type BinOpts = { input?: TL; other?: TL };
+type Binary = Sig<[input: T, other: TL], BinOpts, T>;
+type BinaryAny = Sig<[input: TL, other: TL], BinOpts, T>;
+type AlphaOpts = BinOpts & { alpha?: Scalar };
+type DivOpts = BinOpts & { roundingMode?: "trunc" | "floor" | null };
+type ClampOpts = { input?: T; min?: TL | null; max?: TL | null };
+type ValueOpts = { input?: T; tensor1?: T; tensor2?: T; value?: Scalar };
+
+// ---- arithmetic ----
+function checkAlpha(a: TL, b: TL, alpha: Scalar): void {
+  const d = promote2(a, b);
+  if (typeof alpha === "boolean") {
+    if (d !== "bool") throw new Error("Boolean alpha only supported for Boolean results.");
+  } else if (!isFloating(d) && !Number.isInteger(alpha))
+    throw new Error("For integral input tensors, argument alpha must not be a floating point number.");
 }
-export function sub(a: TensorLike, b: TensorLike, opts: { alpha?: number } = {}): Tensor {
-  if (a instanceof Tensor && a.dtype === "bool" && b instanceof Tensor && b.dtype === "bool")
-    throw new TypeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");
-  if (opts.alpha !== undefined && opts.alpha !== 1) b = mul(b, opts.alpha);
-  return bin("sub", "sub", a, b);
-}
-/** other - self, as Tensor.__rsub__ */
-export function rsub(a: TensorLike, b: TensorLike): Tensor {
-  return sub(b, a);
-}
-export function mul(a: TensorLike, b: TensorLike): Tensor {
-  return bin("mul", "mul", a, b);
-}
-export function div(a: TensorLike, b: TensorLike, opts: { roundingMode?: "trunc" | "floor" | null } = {}): Tensor {
-  const m = opts.roundingMode;
-  if (m === "floor") return floorDivide(a, b);
-  if (m === "trunc") {
-    const d = promote("div", a, b);
-    if (isFloating(d)) return trunc(bin("div", "div", a, b));
-    return bin("truncdiv", "div", a, b);
+function addI(a: TL, b: TL, alpha: Scalar = 1): T {
+  if (alpha !== 1) {
+    checkAlpha(a, b, alpha);
+    b = mulI(b, alpha);
   }
-  return bin("div", "div", a, b, toFloat);
+  return bin("add", a, b);
 }
-export const trueDivide = (a: TensorLike, b: TensorLike) => div(a, b);
-export function floorDivide(a: TensorLike, b: TensorLike): Tensor {
-  const d = promote("floor_divide", a, b);
-  if (isFloating(d)) return floor(bin("div", "floor_divide", a, b));
-  return bin("floordiv", "floor_divide", a, b);
+function subI(a: TL, b: TL, alpha: Scalar = 1): T {
+  const da = a instanceof Tensor ? a.dtype : scalarDtype(a);
+  const db = b instanceof Tensor ? b.dtype : scalarDtype(b);
+  if (da === "bool" || db === "bool") {
+    if (da === db)
+      throw new Error("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.");
+    throw new Error(
+      "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+    );
+  }
+  if (alpha !== 1) {
+    checkAlpha(a, b, alpha);
+    b = mulI(b, alpha);
+  }
+  return bin("sub", a, b);
 }
-export function remainder(a: TensorLike, b: TensorLike): Tensor {
-  return bin("remainder", "remainder", a, b);
+function mulI(a: TL, b: TL): T {
+  return bin("mul", a, b);
 }
-export function fmod(a: TensorLike, b: TensorLike): Tensor {
-  return bin("fmod", "fmod", a, b);
+function divI(a: TL, b: TL, m: "trunc" | "floor" | null = null): T {
+  if (m === "floor") return floorDivideI(a, b);
+  if (m === "trunc") {
+    const d = promote2(a, b);
+    if (isFloating(d)) return truncI(bin("div", a, b));
+    return bin("truncdiv", a, b);
+  }
+  return bin("div", a, b, toFloat);
 }
-export function pow(a: TensorLike, b: TensorLike): Tensor {
+function floorDivideI(a: TL, b: TL): T {
+  const d = promote2(a, b);
+  if (isFloating(d)) return floorI(bin("div", a, b));
+  return bin("floordiv", a, b);
+}
+function powI(a: TL, b: TL): T {
   if (a instanceof Tensor && !isFloating(a.dtype) && typeof b === "number" && Number.isInteger(b) && b < 0)
-    throw new RangeError("pow: Integers to negative integer powers are not allowed.");
+    throw new Error("Integers to negative integer powers are not allowed.");
   if (typeof b === "number" && a instanceof Tensor) {
     // fast paths keep gradients exact and avoid log() of negative bases
-    if (b === 1) return withOp("pow", () => cast(a, promote("pow", a, b)).clone());
-    if (b === 2) return withOp("pow", () => { const x = cast(a, promote("pow", a, b)); return mul(x, x); });
+    if (b === 1) return cast(a, promote2(a, b)).clone();
+    if (b === 2) {
+      const x = cast(a, promote2(a, b));
+      return mulI(x, x);
+    }
   }
-  return bin("pow", "pow", a, b);
-}
-export function maximum(a: Tensor, b: TensorLike): Tensor {
-  return bin("maximum", "maximum", a, b);
-}
-export function minimum(a: Tensor, b: TensorLike): Tensor {
-  return bin("minimum", "minimum", a, b);
-}
-export function atan2(a: TensorLike, b: TensorLike): Tensor {
-  return bin("atan2", "atan2", a, b, toFloat);
+  return bin("pow", a, b);
 }
 
-export const eq = (a: TensorLike, b: TensorLike) => bin("eq", "eq", a, b);
-export const ne = (a: TensorLike, b: TensorLike) => bin("ne", "ne", a, b);
-export const lt = (a: TensorLike, b: TensorLike) => bin("lt", "lt", a, b);
-export const le = (a: TensorLike, b: TensorLike) => bin("le", "le", a, b);
-export const gt = (a: TensorLike, b: TensorLike) => bin("gt", "gt", a, b);
-export const ge = (a: TensorLike, b: TensorLike) => bin("ge", "ge", a, b);
-export const logicalAnd = (a: TensorLike, b: TensorLike) => bin("and", "logical_and", a, b);
-export const logicalOr = (a: TensorLike, b: TensorLike) => bin("or", "logical_or", a, b);
-export const logicalXor = (a: TensorLike, b: TensorLike) => bin("xor", "logical_xor", a, b);
-export function logicalNot(a: Tensor): Tensor {
-  return withOp("logical_not", () => unary("not", a));
-}
+export const add = op<Sig<[input: TL, other: TL], AlphaOpts, T>>(
+  "add(TensorLike input, TensorLike other, *, Scalar alpha=1) -> Tensor",
+  addI,
+);
+export const sub = op<Sig<[input: TL, other: TL], AlphaOpts, T>>(
+  "sub(TensorLike input, TensorLike other, *, Scalar alpha=1) -> Tensor",
+  subI,
+);
+/** other - alpha * input (Tensor.__rsub__) */
+export const rsub = op<Sig<[input: T, other: TL, alpha?: Scalar], BinOpts & { alpha?: Scalar }, T>>(
+  ["rsub(Tensor input, Tensor other, *, Scalar alpha=1) -> Tensor", "rsub(Tensor input, Scalar other, Scalar alpha=1) -> Tensor"],
+  (a: T, b: TL, alpha: Scalar) => subI(b, a, alpha),
+);
+export const mul = op<BinaryAny>("mul(TensorLike input, TensorLike other) -> Tensor", mulI);
+export const div = op<Sig<[input: TL, other: TL], DivOpts, T>>(
+  "div(TensorLike input, TensorLike other, *, str{trunc,floor}? roundingMode=None) -> Tensor",
+  divI,
+);
+export const trueDivide = op<BinaryAny>("trueDivide(TensorLike input, TensorLike other) -> Tensor", (a: TL, b: TL) => divI(a, b));
+export const floorDivide = op<BinaryAny>("floorDivide(TensorLike input, TensorLike other) -> Tensor", floorDivideI);
+export const remainder = op<BinaryAny>(
+  ["remainder(Tensor input, TensorLike other) -> Tensor", "remainder(Scalar input, Tensor other) -> Tensor"],
+  (a: TL, b: TL) => bin("remainder", a, b),
+);
+export const fmod = op<Binary>("fmod(Tensor input, TensorLike other) -> Tensor", (a: T, b: TL) => bin("fmod", a, b));
+export const pow = op<Sig<[input: TL, exponent: TL], { input?: TL; exponent?: TL }, T>>(
+  ["pow(Tensor input, TensorLike exponent) -> Tensor", "pow(Scalar input, Tensor exponent) -> Tensor"],
+  powI,
+);
+export const maximum = op<Binary>("maximum(Tensor input, TensorLike other) -> Tensor", (a: T, b: TL) => bin("maximum", a, b));
+export const minimum = op<Binary>("minimum(Tensor input, TensorLike other) -> Tensor", (a: T, b: TL) => bin("minimum", a, b));
+export const atan2 = op<Binary>("atan2(Tensor input, TensorLike other) -> Tensor", (a: T, b: TL) => bin("atan2", a, b, toFloat));
 
-function bitwise(op: BinaryOp, name: string, boolOp: BinaryOp, a: TensorLike, b: TensorLike): Tensor {
-  const d = promote(name, a, b);
-  if (isFloating(d)) throw new TypeError(`"${name}_cpu" not implemented for '${d}'`);
-  if (d === "bool") return bin(boolOp, name, a, b);
-  return bin(op, name, a, b);
+// ---- comparisons and logic ----
+const eqI = (a: TL, b: TL): T => bin("eq", a, b);
+const ltI = (a: TL, b: TL): T => bin("lt", a, b);
+const leI = (a: TL, b: TL): T => bin("le", a, b);
+const gtI = (a: TL, b: TL): T => bin("gt", a, b);
+const logicalOrI = (a: TL, b: TL): T => bin("or", a, b);
+const logicalNotI = (a: T): T => unary("not", a);
+export const eq = op<Binary>("eq(Tensor input, TensorLike other) -> Tensor", eqI);
+export const ne = op<Binary>("ne(Tensor input, TensorLike other) -> Tensor", (a: T, b: TL) => bin("ne", a, b));
+export const lt = op<Binary>("lt(Tensor input, TensorLike other) -> Tensor", ltI);
+export const le = op<Binary>("le(Tensor input, TensorLike other) -> Tensor", leI);
+export const gt = op<Binary>("gt(Tensor input, TensorLike other) -> Tensor", gtI);
+export const ge = op<Binary>("ge(Tensor input, TensorLike other) -> Tensor", (a: T, b: TL) => bin("ge", a, b));
+export const logicalAnd = op<Binary>("logicalAnd(Tensor input, TensorLike other) -> Tensor", (a: T, b: TL) => bin("and", a, b));
+export const logicalOr = op<Binary>("logicalOr(Tensor input, TensorLike other) -> Tensor", logicalOrI);
+export const logicalXor = op<Binary>("logicalXor(Tensor input, TensorLike other) -> Tensor", (a: T, b: TL) => bin("xor", a, b));
+export const logicalNot = op<Unary>("logicalNot(Tensor input) -> Tensor", logicalNotI);
+
+function bitwise(op: BinaryOp, name: string, boolOp: BinaryOp) {
+  return (a: TL, b: TL): T => {
+    const d = promote2(a, b);
+    if (isFloating(d)) throw new Error(`"${name}_cpu" not implemented for '${d}'`);
+    return bin(d === "bool" ? boolOp : op, a, b);
+  };
 }
-export const bitwiseAnd = (a: TensorLike, b: TensorLike) => bitwise("bitand", "bitwise_and", "and", a, b);
-export const bitwiseOr = (a: TensorLike, b: TensorLike) => bitwise("bitor", "bitwise_or", "or", a, b);
-export const bitwiseXor = (a: TensorLike, b: TensorLike) => bitwise("bitxor", "bitwise_xor", "xor", a, b);
-export function bitwiseNot(a: Tensor): Tensor {
-  if (isFloating(a.dtype)) throw new TypeError(`"bitwise_not_cpu" not implemented for '${a.dtype}'`);
-  return withOp("bitwise_not", () => unary(a.dtype === "bool" ? "not" : "bitnot", a));
-}
+const bitwiseSchemas = (name: string) => [`${name}(Tensor input, TensorLike other) -> Tensor`, `${name}(Scalar input, Tensor other) -> Tensor`];
+export const bitwiseAnd = op<BinaryAny>(bitwiseSchemas("bitwiseAnd"), bitwise("bitand", "bitwise_and", "and"));
+export const bitwiseOr = op<BinaryAny>(bitwiseSchemas("bitwiseOr"), bitwise("bitor", "bitwise_or", "or"));
+export const bitwiseXor = op<BinaryAny>(bitwiseSchemas("bitwiseXor"), bitwise("bitxor", "bitwise_xor", "xor"));
+export const bitwiseNot = op<Unary>("bitwiseNot(Tensor input) -> Tensor", (a: T): T => {
+  if (isFloating(a.dtype)) throw new Error(`"bitwise_not_cpu" not implemented for '${a.dtype}'`);
+  return unary(a.dtype === "bool" ? "not" : "bitnot", a);
+});
 
 // ---- unary ----
-function fun(op: UnaryOp, name = op) {
-  return (x: Tensor): Tensor => withOp(name, () => unary(op, isFloating(x.dtype) ? x : cast(x, getDefaultDtype())));
+/** computes in floating point: an integer or bool input is cast to the default dtype */
+function fun(op: UnaryOp) {
+  return (x: T): T => unary(op, isFloating(x.dtype) ? x : cast(x, getDefaultDtype()));
 }
-function keepInt(op: UnaryOp, name = op) {
-  return (x: Tensor): Tensor => withOp(name, () => unary(op, x));
-}
-export const exp = fun("exp");
-export const log = fun("log");
-export const sqrt = fun("sqrt");
-export const rsqrt = fun("rsqrt");
-export const sin = fun("sin");
-export const cos = fun("cos");
-export const tan = fun("tan");
-export const tanh = fun("tanh");
-export const sigmoid = fun("sigmoid");
-export const erf = fun("erf");
-export const expm1 = fun("expm1");
-export const log1p = fun("log1p");
-export const reciprocal = fun("reciprocal");
-export const atan = fun("atan");
-export const asin = fun("asin");
-export const acos = fun("acos");
-export const sinh = fun("sinh");
-export const cosh = fun("cosh");
-export const asinh = fun("asinh");
-export const acosh = fun("acosh");
-export const atanh = fun("atanh");
-export const log2 = fun("log2");
-export const exp2 = fun("exp2");
-export const frac = fun("frac");
-export function log10(x: Tensor): Tensor {
-  return withOp("log10", () => mul(log(x), 1 / Math.LN10));
-}
-export const neg = keepInt("neg");
-export const abs = keepInt("abs");
-export const sign = keepInt("sign");
-export function floor(x: Tensor): Tensor {
-  return isFloating(x.dtype) ? withOp("floor", () => unary("floor", x)) : x.clone();
-}
-export function ceil(x: Tensor): Tensor {
-  return isFloating(x.dtype) ? withOp("ceil", () => unary("ceil", x)) : x.clone();
-}
-export function round(x: Tensor, opts: { decimals?: number } = {}): Tensor {
-  if (!isFloating(x.dtype)) return x.clone();
-  const dec = opts.decimals ?? 0;
-  if (dec === 0) return withOp("round", () => unary("round", x));
-  const s = 10 ** dec;
-  return div(unary("round", mul(x, s)), s);
-}
-export function trunc(x: Tensor): Tensor {
-  return isFloating(x.dtype) ? withOp("trunc", () => unary("trunc", x)) : x.clone();
-}
-export const fix = trunc;
-export function isnan(x: Tensor): Tensor {
-  return withOp("isnan", () => unary("isnan", x));
-}
-export function isinf(x: Tensor): Tensor {
-  return withOp("isinf", () => unary("isinf", x));
-}
-export function isfinite(x: Tensor): Tensor {
-  return logicalNot(logicalOr(isnan(x), isinf(x)));
-}
-export function square(x: Tensor): Tensor {
-  return withOp("square", () => mul(x, x));
-}
-export function relu(x: Tensor): Tensor {
-  // select on x <= 0 (not x > 0) so that NaN propagates, as PyTorch's relu(nan) = nan
-  return withOp("relu", () => where(le(x, 0), 0, x));
-}
+const unaryOp = (name: string, impl: (x: T) => T) => op<Unary>(`${name}(Tensor input) -> Tensor`, impl);
 
-/** torch.where(cond, a, b) with tensors or scalars for a and b. */
-export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
-  return withOp("where", () => {
-    if (cond.dtype !== "bool") cond = cast(cond, "bool");
-    const d = promote("where", a instanceof Tensor || b instanceof Tensor ? a : cond, b);
-    const dev = deviceOf(cond, a, b);
-    return wherePrim(cond, asTensor(a, d, dev), asTensor(b, d, dev));
-  });
-}
+const expI = fun("exp");
+const logI = fun("log");
+const sqrtI = fun("sqrt");
+const sigmoidI = fun("sigmoid");
+const tanhI = fun("tanh");
+export const exp = unaryOp("exp", expI);
+export const log = unaryOp("log", logI);
+export const sqrt = unaryOp("sqrt", sqrtI);
+export const rsqrt = unaryOp("rsqrt", fun("rsqrt"));
+export const sin = unaryOp("sin", fun("sin"));
+export const cos = unaryOp("cos", fun("cos"));
+export const tan = unaryOp("tan", fun("tan"));
+export const tanh = unaryOp("tanh", tanhI);
+export const sigmoid = unaryOp("sigmoid", sigmoidI);
+export const erf = unaryOp("erf", fun("erf"));
+export const expm1 = unaryOp("expm1", fun("expm1"));
+export const log1p = unaryOp("log1p", fun("log1p"));
+export const reciprocal = unaryOp("reciprocal", fun("reciprocal"));
+export const atan = unaryOp("atan", fun("atan"));
+export const asin = unaryOp("asin", fun("asin"));
+export const acos = unaryOp("acos", fun("acos"));
+export const sinh = unaryOp("sinh", fun("sinh"));
+export const cosh = unaryOp("cosh", fun("cosh"));
+export const asinh = unaryOp("asinh", fun("asinh"));
+export const acosh = unaryOp("acosh", fun("acosh"));
+export const atanh = unaryOp("atanh", fun("atanh"));
+export const log2 = unaryOp("log2", fun("log2"));
+export const exp2 = unaryOp("exp2", fun("exp2"));
+export const frac = unaryOp("frac", fun("frac"));
+export const log10 = unaryOp("log10", (x: T) => mulI(logI(x), 1 / Math.LN10));
 
-export function clamp(x: Tensor, min?: TensorLike | null, max?: TensorLike | null): Tensor {
-  if ((min === undefined || min === null) && (max === undefined || max === null))
-    throw new TypeError("clamp: At least one of 'min' or 'max' must not be None");
-  return withOp("clamp", () => {
-    let r = x;
-    // gradient passes where min <= x <= max, as PyTorch
-    if (min !== undefined && min !== null) r = where(lt(r, min), min, r);
-    if (max !== undefined && max !== null) r = where(gt(r, max), max, r);
-    return r;
-  });
-}
-export const clip = clamp;
+const negI = (x: T): T => {
+  if (x.dtype === "bool")
+    throw new Error(
+      "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+    );
+  return unary("neg", x);
+};
+const absI = (x: T): T => {
+  if (x.dtype === "bool") throw new Error(`"abs_cpu" not implemented for 'bool'`);
+  return unary("abs", x);
+};
+export const neg = unaryOp("neg", negI);
+export const abs = unaryOp("abs", absI);
+export const sign = unaryOp("sign", (x: T) => unary("sign", x));
 
-export function lerp(a: Tensor, b: Tensor, w: TensorLike): Tensor {
-  return add(a, mul(w, sub(b, a)));
+function floorI(x: T): T {
+  return isFloating(x.dtype) ? unary("floor", x) : x.clone();
 }
-export function addcmul(t: Tensor, a: Tensor, b: Tensor, opts: { value?: number } = {}): Tensor {
-  return add(t, mul(mul(a, b), opts.value ?? 1));
+function truncI(x: T): T {
+  return isFloating(x.dtype) ? unary("trunc", x) : x.clone();
 }
-export function addcdiv(t: Tensor, a: Tensor, b: Tensor, opts: { value?: number } = {}): Tensor {
-  return add(t, mul(div(a, b), opts.value ?? 1));
+export const floor = unaryOp("floor", floorI);
+export const ceil = unaryOp("ceil", (x: T) => (isFloating(x.dtype) ? unary("ceil", x) : x.clone()));
+export const round = op<Sig<[input: T], { input?: T; decimals?: number }, T>>(
+  "round(Tensor input, *, int decimals=0) -> Tensor",
+  (x: T, dec: number): T => {
+    if (!isFloating(x.dtype)) {
+      if (dec !== 0) throw new Error(`"round_cpu" not implemented for '${x.dtype}'`);
+      return x.clone();
+    }
+    if (dec === 0) return unary("round", x);
+    const s = 10 ** dec;
+    return divI(unary("round", mulI(x, s)), s);
+  },
+);
+export const trunc = unaryOp("trunc", truncI);
+/** alias of trunc */
+export const fix = unaryOp("fix", truncI);
+
+const isnanI = (x: T): T => unary("isnan", x);
+const isinfI = (x: T): T => unary("isinf", x);
+export const isnan = unaryOp("isnan", isnanI);
+export const isinf = unaryOp("isinf", isinfI);
+export const isfinite = unaryOp("isfinite", (x: T) => logicalNotI(logicalOrI(isnanI(x), isinfI(x))));
+export const square = unaryOp("square", (x: T) => mulI(x, x));
+// select on x <= 0 (not x > 0) so that NaN propagates, as PyTorch's relu(nan) = nan
+const reluI = (x: T): T => whereI(leI(x, 0), 0, x);
+export const relu = unaryOp("relu", reluI);
+
+// ---- selection ----
+/** where(cond, a, b) with tensors or numbers for a and b; a uint8 condition is read as bool. */
+function whereI(cond: T, a: TL, b: TL): T {
+  if (cond.dtype !== "bool") {
+    if (cond.dtype !== "uint8") throw new Error(`where expected condition to be a boolean tensor, but got a tensor with dtype ${cond.dtype}`);
+    cond = cast(cond, "bool");
+  }
+  const d = promote2(a instanceof Tensor || b instanceof Tensor ? a : cond, b);
+  const dev = cond.ndim > 0 ? cond.device : a instanceof Tensor && a.ndim > 0 ? a.device : b instanceof Tensor && b.ndim > 0 ? b.device : cond.device;
+  return wherePrim(cond, asTensor(a, d, dev), asTensor(b, d, dev));
 }
+export const where = op<Sig<[condition: T, input: TL, other: TL], { condition?: T; input?: TL; other?: TL }, T>>(
+  "where(Tensor condition, TensorLike input, TensorLike other) -> Tensor",
+  whereI,
+);
+
+function clampI(x: T, min: TL | null, max: TL | null): T {
+  if (min === null && max === null) throw new Error("At least one of 'min' or 'max' must not be None");
+  let r = x;
+  // gradient passes where min <= x <= max, as PyTorch
+  if (min !== null) r = whereI(ltI(r, min), min, r);
+  if (max !== null) r = whereI(gtI(r, max), max, r);
+  return r;
+}
+type Clamp = Sig<[input: T, min?: TL | null, max?: TL | null], ClampOpts, T>;
+export const clamp = op<Clamp>("clamp(Tensor input, TensorLike? min=None, TensorLike? max=None) -> Tensor", clampI);
+/** alias of clamp */
+export const clip = op<Clamp>("clip(Tensor input, TensorLike? min=None, TensorLike? max=None) -> Tensor", clampI);
+
+function lerpI(a: T, b: T, w: TL): T {
+  if (!isFloating(a.dtype)) throw new Error(`"lerp_kernel_${w instanceof Tensor ? "tensor" : "scalar"}" not implemented for '${a.dtype}'`);
+  if (b.dtype !== a.dtype) throw new Error(`expected dtype ${a.dtype} for \`end\` but got dtype ${b.dtype}`);
+  if (w instanceof Tensor && w.dtype !== a.dtype) throw new Error(`expected dtype ${a.dtype} for \`weight\` but got dtype ${w.dtype}`);
+  return addI(a, mulI(w, subI(b, a)));
+}
+export const lerp = op<Sig<[input: T, end: T, weight: TL], { input?: T; end?: T; weight?: TL }, T>>(
+  "lerp(Tensor input, Tensor end, TensorLike weight) -> Tensor",
+  lerpI,
+);
+function addcmulI(t: T, a: T, b: T, value: Scalar): T {
+  return addI(t, mulI(mulI(a, b), value));
+}
+function addcdivI(t: T, a: T, b: T, value: Scalar): T {
+  if (category(a.dtype) < 2 && category(b.dtype) < 2)
+    throw new Error(
+      "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.",
+    );
+  return addI(t, mulI(divI(a, b), value));
+}
+export const addcmul = op<Sig<[input: T, tensor1: T, tensor2: T], ValueOpts, T>>(
+  "addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+  addcmulI,
+);
+export const addcdiv = op<Sig<[input: T, tensor1: T, tensor2: T], ValueOpts, T>>(
+  "addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+  addcdivI,
+);
+
+/** The implementations, for the in-place methods (inplace_methods.ts): no second binding. */
+export const _impl = {
+  add: addI, sub: subI, mul: mulI, div: divI, pow: powI, neg: negI, exp: expI, sqrt: sqrtI, abs: absI, relu: reluI,
+  sigmoid: sigmoidI, tanh: tanhI, clamp: clampI, lerp: lerpI, addcmul: addcmulI, addcdiv: addcdivI, where: whereI,
+};
+
+// x.add(...): `this` is the op's input
+installMethods({
+  add, sub, rsub, mul, div, trueDivide, floorDivide, remainder, fmod, pow, maximum, minimum, atan2,
+  eq, ne, lt, le, gt, ge, logicalAnd, logicalOr, logicalXor, logicalNot, bitwiseAnd, bitwiseOr, bitwiseXor, bitwiseNot,
+  exp, log, sqrt, rsqrt, sin, cos, tan, tanh, sigmoid, erf, expm1, log1p, reciprocal, atan, asin, acos, sinh, cosh,
+  asinh, acosh, atanh, log2, exp2, frac, log10, neg, abs, sign, floor, ceil, round, trunc, fix, isnan, isinf, isfinite,
+  square, relu, clamp, clip, lerp, addcmul, addcdiv,
+});
