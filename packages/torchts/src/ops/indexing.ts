@@ -1,17 +1,19 @@
-// Indexing: Python's t[...] and t[...] = v, and the gather/scatter/mask family.
+// Indexing: Python's t[...] and t[...] = v, and the gather/scatter/mask family, as op-table
+// entries (registry.ts) with PyTorch's schemas.
 // Basic indexing (ints, slices, None, ...) is views; advanced indexing (int/bool tensors)
 // becomes one gather over a flat linear index, so gradients (scatter-add) come from core.
 // Host reads: nonzero/bool masks must know how many elements they select, and int index
-// tensors on host-readable devices are bounds-checked on the host so errors name the
-// index like PyTorch; both synchronize (flush pending work) when the index is not ready. On a
-// device without synchronous reads (webgpu) a mask raises (needHostRead); a cpu mask or index
-// tensor may index a tensor on any device, as in PyTorch (its indices are uploaded).
+// tensors on host-readable devices are bounds-checked on the host so errors name the op, the
+// index and the size like PyTorch (indexBounds); both synchronize (realize the index) when it is
+// not ready. On a device without synchronous reads (webgpu) a mask raises (needHostRead) and
+// index values are not checked; a cpu mask or index tensor may index a tensor on any device, as in
+// PyTorch (its indices are uploaded).
 import { isFloating, type DType } from "../ir/dtype.js";
 import { broadcastShapes, normDim, numel, sameShape, shapeStr, type Shape } from "../ir/shape.js";
-import { currentOpName, withOp } from "../runtime/mode.js";
+import { currentOpName } from "../runtime/mode.js";
 import { isGradEnabled } from "../autograd/grad_mode.js";
 import { realize, traceState } from "../runtime/dispatch.js";
-import { Tensor, type NestedArray, type TensorLike } from "../tensor.js";
+import { Tensor, type NestedArray, type Scalar, type TensorLike } from "../tensor.js";
 import {
   cast,
   expand,
@@ -24,10 +26,12 @@ import {
 } from "./core.js";
 import { full, tensor } from "./creation.js";
 import { inplaceSet } from "./inplace.js";
+import { isPlainObject, pyTypeName } from "./binder.js";
+import { installMethods, method, op, type Method, type Sig } from "./registry.js";
 import * as M from "./math.js";
 import * as S from "./shape_ops.js";
 
-/** A Python slice `start:stop:step`; build one with `sl(...)`. */
+/** A Python slice `start:stop:step` as an object (a string such as "1:7:2" says the same). */
 export interface Slice {
   start?: number | null;
   stop?: number | null;
@@ -35,14 +39,26 @@ export interface Slice {
 }
 /**
  * One entry of `t[...]`: an int (select), null (new axis), "..." (ellipsis), a slice string
- * ("1:7:3", ":", "-3:") or comma list ("::2, 1:7:3", "..., None, 1:3"), a Slice, an int or
- * bool Tensor, or a nested number/boolean array (a Python list index, e.g. [[0, 2]] in `set`).
+ * ("1:7:3", ":", "-3:") or comma list ("::2, 1:7:3", "..., None, 1:3"), a Slice object, an int64
+ * or bool Tensor, or a nested number/boolean array (a Python list index, e.g. [[0, 2]] in `set`).
+ * A Slice object must not be the last argument of `x.index(...)`: a trailing plain object is
+ * the options object there (use a string: "1:3").
  */
 export type IndexSpec = number | boolean | null | string | Slice | Tensor | NestedArray[];
 
-export function sl(start: number | null = null, stop: number | null = null, step: number | null = null): Slice {
-  return { start, stop, step };
-}
+/** PyTorch's name of a dtype in messages (c10::ScalarType): Float, Long, ... */
+const PY_DTYPE: Record<DType, string> = {
+  float32: "Float",
+  float64: "Double",
+  float16: "Half",
+  bfloat16: "BFloat16",
+  int64: "Long",
+  int32: "Int",
+  int8: "Char",
+  uint8: "Byte",
+  bool: "Bool",
+};
+const pyDtype = (d: DType): string => PY_DTYPE[d] ?? d;
 
 type Item =
   | { k: "int"; v: number }
@@ -56,7 +72,7 @@ const INT_RE = /^[+-]?\d+$/;
 function parseInt_(s: string, what: string): number | null {
   const t = s.trim();
   if (t === "" || t === "None") return null;
-  if (!INT_RE.test(t)) throw new TypeError(`index: ${what} '${s}' must be an integer or None`);
+  if (!INT_RE.test(t)) throw new TypeError(`${what} '${s}' must be an integer or None`);
   return Number(t);
 }
 
@@ -67,144 +83,45 @@ function parseToken(tok: string): Item {
   if (INT_RE.test(s)) return { k: "int", v: Number(s) };
   if (s.includes(":")) {
     const p = s.split(":");
-    if (p.length > 3) throw new TypeError(`index: invalid slice '${s}'`);
+    if (p.length > 3) throw new TypeError(`invalid slice '${s}'`);
     return { k: "slice", start: parseInt_(p[0]!, "slice start"), stop: parseInt_(p[1]!, "slice stop"), step: p.length === 3 ? parseInt_(p[2]!, "slice step") : null };
   }
-  throw new TypeError(`index: cannot parse index '${tok}' (expected an int, a slice like '1:7:2', '...' or 'None')`);
+  throw new TypeError(`cannot parse index '${tok}' (expected an int, a slice like '1:7:2', '...' or 'None')`);
 }
 
-function parseSpecs(specs: readonly IndexSpec[]): Item[] {
+const NOT_AN_INDEX = (what: string) =>
+  new RangeError(`only integers, slices (\`:\`), ellipsis (\`...\`), None and long or byte Variables are valid indices (got ${what})`);
+
+const SLICE_KEYS = new Set(["start", "stop", "step"]);
+function sliceBound(v: unknown): number | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v === "number" && Number.isInteger(v)) return v;
+  throw new TypeError("slice indices must be integers or None or have an __index__ method");
+}
+
+/** One spec -> items; anything that is not an index spec is PyTorch's IndexError (TypeError for a bad string or slice). */
+function parseSpec(sp: unknown, out: Item[]): void {
+  if (sp === null || sp === undefined) out.push({ k: "none" });
+  else if (sp instanceof Tensor) out.push({ k: "tensor", t: sp });
+  else if (typeof sp === "number") {
+    if (!Number.isInteger(sp)) throw NOT_AN_INDEX("float");
+    out.push({ k: "int", v: sp });
+  } else if (typeof sp === "boolean") out.push({ k: "tensor", t: tensor(sp, { dtype: "bool" }) });
+  else if (typeof sp === "string") {
+    const toks = sp.split(",");
+    if (toks.length > 1 && toks[toks.length - 1]!.trim() === "") toks.pop(); // "1," is the tuple (1,)
+    for (const t of toks) out.push(parseToken(t));
+  } else if (Array.isArray(sp)) {
+    out.push({ k: "tensor", t: sp.length === 0 ? tensor([], { dtype: "int64" }) : tensor(sp as NestedArray[]) });
+  } else if (isPlainObject(sp) && Object.keys(sp).every((k) => SLICE_KEYS.has(k))) {
+    out.push({ k: "slice", start: sliceBound(sp.start), stop: sliceBound(sp.stop), step: sliceBound(sp.step) });
+  } else throw NOT_AN_INDEX(pyTypeName(sp));
+}
+
+function parseSpecs(specs: readonly unknown[]): Item[] {
   const out: Item[] = [];
-  for (const sp of specs) {
-    if (sp === null || sp === undefined) out.push({ k: "none" });
-    else if (sp instanceof Tensor) out.push({ k: "tensor", t: sp });
-    else if (typeof sp === "number") {
-      if (!Number.isInteger(sp))
-        throw new TypeError(
-          `only integers, slices (\`:\`), ellipsis (\`...\`), None and long or byte Variables are valid indices (got ${sp})`,
-        );
-      out.push({ k: "int", v: sp });
-    } else if (typeof sp === "boolean") out.push({ k: "tensor", t: tensor(sp, { dtype: "bool" }) });
-    else if (typeof sp === "string") {
-      const toks = sp.split(",");
-      if (toks.length > 1 && toks[toks.length - 1]!.trim() === "") toks.pop(); // "1," is the tuple (1,)
-      for (const t of toks) out.push(parseToken(t));
-    } else if (Array.isArray(sp)) {
-      out.push({ k: "tensor", t: sp.length === 0 ? tensor([], { dtype: "int64" }) : tensor(sp) });
-    } else out.push({ k: "slice", start: sp.start ?? null, stop: sp.stop ?? null, step: sp.step ?? null });
-  }
+  for (const sp of specs) parseSpec(sp, out);
   return out;
-}
-
-// ---------------- index tensors ----------------
-
-interface Adv {
-  dim: number; // dim of the (basic-indexed) tensor this index selects along
-  t: Tensor; // int64, possibly negative
-  safe?: boolean; // from a mask's nonzero(): in range and non-negative
-}
-
-const isIntDtype = (d: DType) => d === "int64" || d === "int32" || d === "int8";
-
-/**
- * A boolean mask (or nonzero's input) is read on the host to count its true elements, which size
- * the result; on a device without synchronous reads (webgpu) that raises, naming the op and the fix.
- */
-function needHostRead(t: Tensor): void {
-  if (t._storage.device.readSync) return;
-  const op = currentOpName() ?? "nonzero";
-  const d = t.device;
-  const why = `needs its number of true (nonzero) elements on the host, since they size the result, and ${d} tensors cannot be read synchronously`;
-  throw new Error(
-    op === "nonzero" || op === "argwhere"
-      ? `${op}: the input on ${d} ${why}. Use torch.${op}(await t.cpuAsync()) (and .to("${d}") if the indices are needed there).`
-      : `${op}: a boolean mask on ${d} ${why}. Pass the mask on the cpu instead, e.g. x.index(await mask.cpuAsync()): ` +
-          `a cpu mask or index tensor may index a ${d} tensor, as in PyTorch (maskedFill and torch.where need no host read).`,
-  );
-}
-
-/** Record a tensor index at `dim` of a tensor of `shape`; returns how many dims it consumes. */
-function pushTensorIndex(adv: Adv[], t: Tensor, dim: number, shape: Shape, device: string): number {
-  if (t.device !== device && t.device !== "cpu")
-    throw new Error(`indices should be either on cpu or on the same device as the indexed tensor (${device})`);
-  if (t.dtype === "bool" || t.dtype === "uint8") {
-    for (let j = 0; j < t.ndim; j++)
-      if (t.shape[j] !== shape[dim + j])
-        throw new RangeError(
-          `The shape of the mask ${shapeStr(t.shape)} at index ${j} does not match the shape of the indexed tensor ${shapeStr(shape)} at index ${dim + j}`,
-        );
-    needHostRead(t);
-    const nz = S.toDevice(nonzero(t), device); // a cpu mask's indices are uploaded
-    for (let j = 0; j < t.ndim; j++) adv.push({ dim: dim + j, t: S.select(nz, 1, j), safe: true });
-    return t.ndim;
-  }
-  if (!isIntDtype(t.dtype)) throw new TypeError("tensors used as indices must be long, byte or bool tensors");
-  if (t.device !== device) {
-    // a cpu index for a tensor on another device: bounds-checked and wrapped on the host, then uploaded
-    const size = shape[dim]!;
-    const i64 = cast(t, "int64");
-    const neg = checkIndex(i64, size, (v) => `index ${v} is out of bounds for dimension ${dim} with size ${size}`);
-    adv.push({ dim, t: S.toDevice(wrapNegative(i64, size, neg), device), safe: true });
-    return 1;
-  }
-  adv.push({ dim, t: cast(t, "int64") });
-  return 1;
-}
-
-function consumed(items: Item[]): number {
-  let n = 0;
-  for (const it of items)
-    if (it.k === "int" || it.k === "slice") n++;
-    else if (it.k === "tensor") n += it.t.dtype === "bool" || it.t.dtype === "uint8" ? it.t.ndim : 1;
-  return n;
-}
-
-/** Apply the basic part of an index (views); tensor indices are recorded against the view's dims. */
-function applyBasic(x: Tensor, items: Item[]): { view: Tensor; adv: Adv[] } {
-  if (items.filter((i) => i.k === "ellipsis").length > 1) throw new RangeError("an index can only have a single ellipsis ('...')");
-  const used = consumed(items);
-  if (x.ndim === 0 && items.some((i) => i.k === "int"))
-    throw new RangeError(
-      "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number",
-    );
-  if (used > x.ndim) throw new RangeError(`too many indices for tensor of dimension ${x.ndim}`);
-  let r = x;
-  let dim = 0;
-  const adv: Adv[] = [];
-  for (const it of items) {
-    switch (it.k) {
-      case "int": {
-        const n = r.shape[dim]!;
-        if (it.v < -n || it.v >= n) throw new RangeError(`index ${it.v} is out of bounds for dimension ${dim} with size ${n}`);
-        r = S.select(r, dim, it.v);
-        break;
-      }
-      case "slice": {
-        if (it.step === 0) throw new RangeError("slice step cannot be zero");
-        if (it.step !== null && it.step < 0) throw new RangeError("step must be greater than zero");
-        r = S.slice(r, dim, it.start, it.stop, it.step ?? 1);
-        dim++;
-        break;
-      }
-      case "none":
-        r = S.unsqueeze(r, dim);
-        dim++;
-        break;
-      case "ellipsis":
-        dim += x.ndim - used;
-        break;
-      case "tensor":
-        if (it.t.ndim === 0 && it.t.dtype === "bool") {
-          // x[True] adds an axis; x[False] adds an empty one
-          r = S.unsqueeze(r, dim);
-          needHostRead(it.t);
-          if (!it.t._tolistSync()) adv.push({ dim, t: tensor([], { dtype: "int64", device: x.device }) });
-          dim++;
-        } else dim += pushTensorIndex(adv, it.t, dim, r.shape, x.device);
-        break;
-    }
-  }
-  return { view: r, adv };
 }
 
 // ---------------- host bounds checks of index values ----------------
@@ -215,13 +132,14 @@ function applyBasic(x: Tensor, items: Item[]): { view: Tensor; adv: Adv[] } {
  * - a device without synchronous reads (webgpu): reading would need an await; its kernels are not
  *   bounds-checked either, so an out-of-range index there is undefined behaviour, as in CUDA PyTorch
  *   (a device-side assert there, here no error);
- * - while torch.compile traces: a host read there is a graph break (dispatch's hostReadError); the
- *   cpu kernel checks every index when the compiled graph runs (its error names the primitive).
+ * - while torch.compile traces: a host read there is a graph break (dispatch's hostReadError), and a
+ *   value read at trace time would be baked into the replay; the cpu kernel checks every index
+ *   when the compiled graph runs (its error names the primitive).
  * A pending index (fused eager) is realized first: its producer runs (only the graph that index
- * needs), which fused mode would do anyway before the gather/scatter kernel, which is not fused.
- * A recorded node with a bad index would otherwise fail at some later, unrelated flush.
- * The scan is one pass over the values without a copy for a contiguous index (about 1 ns an element;
- * an embedding batch of 64K ids costs ~0.1 ms).
+ * needs), which fused mode would do anyway before the gather/scatter kernel, which is not fused;
+ * a recorded node with a bad index would otherwise fail at some later, unrelated flush.
+ * The scan is one pass over the values without a copy for a contiguous index (~1 ns an element:
+ * a 64K-id embedding batch costs ~0.1 ms; test/ops/indexing_args.test.ts measures it).
  */
 interface IndexScan {
   min: number;
@@ -284,21 +202,143 @@ export function _checkIndexRange(index: Tensor, size: number, op: string, dim?: 
   return true;
 }
 
-/** Bounds-check an index on the host (when the device allows a synchronous read); returns whether any is negative. */
-function checkIndex(t: Tensor, size: number, msg: (v: number) => string): boolean {
-  if (!t._storage.device.readSync) return true;
-  const d = t._contiguousHost();
-  let neg = false;
-  for (let i = 0; i < d.length; i++) {
-    const v = Number(d[i]);
-    if (v < -size || v >= size) throw new RangeError(msg(v));
-    if (v < 0) neg = true;
-  }
-  return neg;
+/**
+ * Indices that may be negative (advanced indexing, take), checked on the host to lie in
+ * [-size, size) (a RangeError with `msg`) and wrapped; null where they cannot be read (indexBounds).
+ */
+function checkWrapped(t: Tensor, size: number, msg: (v: number) => string): Tensor | null {
+  const b = indexBounds(t);
+  if (b === null) return null;
+  if (b.min < -size || b.max >= size) throw new RangeError(msg(firstOutside(b, -size, size)));
+  return b.min < 0 ? M.where(M.lt(t, 0), M.add(t, size), t) : t;
 }
 
-function wrapNegative(t: Tensor, size: number, neg: boolean): Tensor {
-  return neg ? M.where(M.lt(t, 0), M.add(t, size), t) : t;
+/**
+ * checkWrapped, or where the values cannot be read, wrapped on the device with an out-of-range
+ * index sent to `past` (at least the length the kernel indexes), so that the cpu kernel's own
+ * check raises instead of reading another element (webgpu kernels do not check).
+ */
+function wrapIndex(t: Tensor, size: number, past: number, msg: (v: number) => string): Tensor {
+  const w = checkWrapped(t, size, msg);
+  if (w !== null) return w;
+  const wrapped = M.where(M.lt(t, 0), M.add(t, size), t);
+  return M.where(M.logicalOr(M.lt(t, -size), M.ge(t, size)), Math.max(past, 1), wrapped);
+}
+
+/** An int64 cpu index (or nonzero's result) uploaded to `device` (no autograd: indices have none). */
+function upload(t: Tensor, device: string): Tensor {
+  if (t.device === device) return t;
+  return fromHostData(t._contiguousHost(), t.shape, t.dtype, device);
+}
+
+// ---------------- index tensors ----------------
+
+interface Adv {
+  dim: number; // dim of the (basic-indexed) tensor this index selects along
+  t: Tensor; // int64, possibly negative
+  safe?: boolean; // from a mask's nonzero() or checked on the host: in range and non-negative
+}
+
+/**
+ * A boolean mask (or nonzero's input) is read on the host to count its true elements, which size
+ * the result; on a device without synchronous reads (webgpu) that raises, naming the op and the fix.
+ */
+function needHostRead(t: Tensor): void {
+  if (t._storage.device.readSync) return;
+  const op = currentOpName() ?? "nonzero";
+  const d = t.device;
+  const why = `needs its number of true (nonzero) elements on the host, since they size the result, and ${d} tensors cannot be read synchronously`;
+  throw new Error(
+    op === "nonzero" || op === "argwhere"
+      ? `${op}: the input on ${d} ${why}. Use torch.${op}(await t.cpuAsync()) (and .to("${d}") if the indices are needed there).`
+      : `${op}: a boolean mask on ${d} ${why}. Pass the mask on the cpu instead, e.g. x.index(await mask.cpuAsync()): ` +
+          `a cpu mask or index tensor may index a ${d} tensor, as in PyTorch (maskedFill and torch.where need no host read).`,
+  );
+}
+
+/** Record a tensor index at `dim` of a tensor of `shape`; returns how many dims it consumes. */
+function pushTensorIndex(adv: Adv[], t: Tensor, dim: number, shape: Shape, device: string): number {
+  if (t.device !== device && t.device !== "cpu")
+    throw new Error(`indices should be either on cpu or on the same device as the indexed tensor (${device})`);
+  if (t.dtype === "bool" || t.dtype === "uint8") {
+    for (let j = 0; j < t.ndim; j++)
+      if (t.shape[j] !== shape[dim + j])
+        throw new RangeError(
+          `The shape of the mask ${shapeStr(t.shape)} at index ${j} does not match the shape of the indexed tensor ${shapeStr(shape)} at index ${dim + j}`,
+        );
+    needHostRead(t);
+    const nz = upload(nonzeroImpl(t, false) as Tensor, device); // a cpu mask's indices are uploaded
+    for (let j = 0; j < t.ndim; j++) adv.push({ dim: dim + j, t: S.select(nz, 1, j), safe: true });
+    return t.ndim;
+  }
+  // PyTorch 1.13 indexes with int64 (long), uint8 (byte, a mask) and bool tensors only
+  if (t.dtype !== "int64") throw new RangeError("tensors used as indices must be long, byte or bool tensors");
+  if (t.device !== device) {
+    // a cpu index for a tensor on another device: bounds-checked and wrapped on the host, then uploaded
+    const size = shape[dim]!;
+    const k = adv.length;
+    const w = checkWrapped(t, size, (v) => `index ${v} is out of bounds for dimension ${k} with size ${size}`);
+    adv.push(w ? { dim, t: upload(w, device), safe: true } : { dim, t: upload(t, device) });
+    return 1;
+  }
+  adv.push({ dim, t });
+  return 1;
+}
+
+function consumed(items: Item[]): number {
+  let n = 0;
+  for (const it of items)
+    if (it.k === "int" || it.k === "slice") n++;
+    else if (it.k === "tensor") n += it.t.dtype === "bool" || it.t.dtype === "uint8" ? it.t.ndim : 1;
+  return n;
+}
+
+/** Apply the basic part of an index (views); tensor indices are recorded against the view's dims. */
+function applyBasic(x: Tensor, items: Item[]): { view: Tensor; adv: Adv[] } {
+  if (items.filter((i) => i.k === "ellipsis").length > 1) throw new RangeError("an index can only have a single ellipsis ('...')");
+  const used = consumed(items);
+  if (x.ndim === 0 && items.some((i) => i.k === "int"))
+    throw new RangeError(
+      "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number",
+    );
+  if (used > x.ndim) throw new RangeError(`too many indices for tensor of dimension ${x.ndim}`);
+  let r = x;
+  let dim = 0;
+  const adv: Adv[] = [];
+  for (const it of items) {
+    switch (it.k) {
+      case "int": {
+        const n = r.shape[dim]!;
+        if (it.v < -n || it.v >= n) throw new RangeError(`index ${it.v} is out of bounds for dimension ${dim} with size ${n}`);
+        r = S.select(r, dim, it.v);
+        break;
+      }
+      case "slice": {
+        if (it.step === 0) throw new RangeError("slice step cannot be zero");
+        if (it.step !== null && it.step < 0) throw new RangeError("step must be greater than zero");
+        r = S.slice(r, dim, it.start, it.stop, it.step ?? 1);
+        dim++;
+        break;
+      }
+      case "none":
+        r = S.unsqueeze(r, dim);
+        dim++;
+        break;
+      case "ellipsis":
+        dim += x.ndim - used;
+        break;
+      case "tensor":
+        if (it.t.ndim === 0 && it.t.dtype === "bool") {
+          // x[True] adds an axis; x[False] adds an empty one
+          r = S.unsqueeze(r, dim);
+          needHostRead(it.t);
+          if (!it.t._tolistSync()) adv.push({ dim, t: tensor([], { dtype: "int64", device: x.device }), safe: true });
+          dim++;
+        } else dim += pushTensorIndex(adv, it.t, dim, r.shape, x.device);
+        break;
+    }
+  }
+  return { view: r, adv };
 }
 
 /** What advanced indexing over `adv` does to a tensor of `shape`. */
@@ -322,12 +362,13 @@ function planAdvanced(shape: Shape, adv: Adv[]): AdvPlan {
       `shape mismatch: indexing tensors could not be broadcast together with shapes ${adv.map((a) => shapeStr(a.t.shape)).join(", ")}`,
     );
   }
+  const nA = dims.reduce((p, d) => p * shape[d]!, 1);
   let lin: Tensor | null = null;
   let stride = 1;
   for (let k = adv.length - 1; k >= 0; k--) {
     const size = shape[dims[k]!]!;
-    const neg = !adv[k]!.safe && checkIndex(adv[k]!.t, size, (v) => `index ${v} is out of bounds for dimension ${k} with size ${size}`);
-    let t = wrapNegative(adv[k]!.t, size, neg);
+    // PyTorch names the position in the index list as the dimension
+    let t = adv[k]!.safe ? adv[k]!.t : wrapIndex(adv[k]!.t, size, nA, (v) => `index ${v} is out of bounds for dimension ${k} with size ${size}`);
     if (stride !== 1) t = M.mul(t, stride);
     lin = lin ? M.add(t, lin) : t;
     stride *= size;
@@ -392,7 +433,7 @@ function advancedPut(x: Tensor, adv: Adv[], values: Tensor, accumulate: boolean)
   try {
     v = expand(dropLeadingOnes(values, rs.length), rs);
   } catch {
-    throw new RangeError(`shape mismatch: value tensor of shape ${shapeStr(values.shape)} cannot be broadcast to indexing result of shape ${shapeStr(rs)}`);
+    throw new Error(`shape mismatch: value tensor of shape ${shapeStr(values.shape)} cannot be broadcast to indexing result of shape ${shapeStr(rs)}`);
   }
   const nB = p.lin.shape[0]!;
   const work: DType = x.dtype === "bool" ? "int32" : x.dtype;
@@ -410,8 +451,6 @@ function advancedPut(x: Tensor, adv: Adv[], values: Tensor, accumulate: boolean)
   return cast(out, x.dtype);
 }
 
-// ---------------- t[...] and t[...] = v ----------------
-
 /** PyTorch's setitem ignores leading size-1 dims of the value that the target lacks. */
 function dropLeadingOnes(v: Tensor, ndim: number): Tensor {
   let lead = 0;
@@ -419,106 +458,146 @@ function dropLeadingOnes(v: Tensor, ndim: number): Tensor {
   return lead ? reshape(v, v.shape.slice(lead)) : v;
 }
 
-/** Python `x[specs]`. Basic indexing returns a view sharing x's storage; tensor indices copy (and differentiate). */
-export function index(x: Tensor, ...specs: IndexSpec[]): Tensor {
-  return withOp("index", () => {
-    const { view, adv } = applyBasic(x, parseSpecs(specs));
-    if (adv.length) return advancedGet(view, adv);
-    return view === x ? reshape(x, x.shape, "view") : view;
-  });
+// ---------------- t[...] and t[...] = v ----------------
+
+/**
+ * `x.index(a, b, c)` is Python's `x[a, b, c]`: the specs are positional parameters i0..i15 of
+ * the schema (kind Any, validated by parseSpec); one that is not given gets OMITTED, dropped
+ * from the end. (A comma string holds any number of basic specs in one: "1, ::2, None".)
+ */
+const OMITTED = "__omitted__";
+const N_INDEX = 16;
+const INDEX_PARAMS = Array.from({ length: N_INDEX }, (_, i) => `Any? i${i}=${OMITTED}`).join(", ");
+
+function givenSpecs(specs: readonly unknown[]): unknown[] {
+  let n = specs.length;
+  while (n > 0 && specs[n - 1] === OMITTED) n--;
+  const r = specs.slice(0, n);
+  const gap = r.indexOf(OMITTED);
+  if (gap >= 0) throw new TypeError(`index i${gap} is missing: the indices are positional (x.index(a, b) is Python's x[a, b])`);
+  return r;
 }
 
-/** Python `x[specs] = value` (in place; returns x). An array is the index tuple: `set([":", idx], v)`. */
-export function setIndex(x: Tensor, specs: IndexSpec | IndexSpec[], value: TensorLike): Tensor {
-  return withOp("index_put_", () => {
-    const list = Array.isArray(specs) ? (specs as IndexSpec[]) : [specs];
-    const { view, adv } = applyBasic(x, parseSpecs(list));
-    // inplaceSet checks the view's storage base, which is not x when x itself views another tensor
-    if (isGradEnabled() && x.isLeaf && x._requiresGrad)
-      throw new Error(`index_put_: a ${view === x ? "" : "view of a "}leaf Variable that requires grad is being used in an in-place operation.`);
-    const v = value instanceof Tensor ? cast(value, view.dtype) : scalarTensor(value, x.dtype, x.device);
-    if (adv.length) inplaceSet(view, advancedPut(view, adv, v, false), "index_put_");
-    else inplaceSet(view, dropLeadingOnes(v, view.ndim), "index_put_");
-    return x;
-  });
+function indexImpl(x: Tensor, ...specs: unknown[]): Tensor {
+  try {
+    const { view, adv } = applyBasic(x, parseSpecs(givenSpecs(specs)));
+    if (adv.length) return advancedGet(view, adv);
+    return view === x ? reshape(x, x.shape, "view") : view;
+  } catch (e) {
+    // op() names the op unless the message starts with its name, which "index 5 is out of bounds ..." does
+    if (e instanceof Error && !/^index[(:]/.test(e.message)) e.message = `index(): ${e.message}`;
+    throw e;
+  }
 }
+
+/**
+ * Python `x[specs]`: `x.index(1, "1:", "::2")` is `x[1, 1:, ::2]`. Basic indexing returns a view
+ * sharing x's storage; tensor indices copy (and differentiate).
+ */
+export const index = op<(input: Tensor, ...indices: IndexSpec[]) => Tensor>(`index(Tensor input, ${INDEX_PARAMS}) -> Tensor`, indexImpl);
+
+function setImpl(x: Tensor, indices: unknown, value: TensorLike): Tensor {
+  const name = currentOpName() ?? "set";
+  const list = Array.isArray(indices) ? indices : [indices];
+  const { view, adv } = applyBasic(x, parseSpecs(list));
+  // inplaceSet checks the view's storage base, which is not x when x itself views another tensor
+  if (isGradEnabled() && x.isLeaf && x._requiresGrad)
+    throw new Error(`a ${view === x ? "" : "view of a "}leaf Variable that requires grad is being used in an in-place operation.`);
+  const v = value instanceof Tensor ? cast(value, view.dtype) : scalarTensor(value, x.dtype, x.device);
+  if (adv.length) inplaceSet(view, advancedPut(view, adv, v, false), name);
+  else inplaceSet(view, dropLeadingOnes(v, view.ndim), name);
+  return x;
+}
+
+type SetSig = Sig<[input: Tensor, indices?: IndexSpec | IndexSpec[], value?: TensorLike], { input?: Tensor; indices?: IndexSpec | IndexSpec[]; value?: TensorLike }, Tensor>;
+/** Python `x[specs] = value` (in place; returns x): torch.setIndex(x, specs, value) is x.set(specs, value). An array is the index tuple: `set([":", idx], v)`. */
+export const setIndex = op<SetSig>("setIndex(Tensor input, Any? indices, TensorLike value) -> Tensor", setImpl);
+method("set", "set(Tensor input, Any? indices, TensorLike value) -> Tensor", setImpl);
 
 // ---------------- nonzero / masks ----------------
 
-/** Indices of the nonzero elements, int64 [n, ndim]. Synchronizes: n is read from x on the host. */
-export function nonzero(x: Tensor): Tensor;
-export function nonzero(x: Tensor, opts: { asTuple: true }): Tensor[];
-export function nonzero(x: Tensor, opts: { asTuple?: boolean } = {}): Tensor | Tensor[] {
-  return withOp("nonzero", () => {
-    needHostRead(x);
-    const d = x._contiguousHost();
-    const nd = x.ndim;
-    const out: number[] = [];
-    const ix = new Array<number>(nd).fill(0);
-    for (let p = 0; p < d.length; p++) {
-      if (d[p] !== 0) out.push(...ix);
-      for (let k = nd - 1; k >= 0; k--) {
-        if (++ix[k]! < x.shape[k]!) break;
-        ix[k] = 0;
-      }
+function nonzeroImpl(x: Tensor, asTuple: boolean): Tensor | Tensor[] {
+  needHostRead(x);
+  const d = x._contiguousHost();
+  const nd = x.ndim;
+  const out: number[] = [];
+  const ix = new Array<number>(nd).fill(0);
+  for (let p = 0; p < d.length; p++) {
+    if (d[p] !== 0) out.push(...ix);
+    for (let k = nd - 1; k >= 0; k--) {
+      if (++ix[k]! < x.shape[k]!) break;
+      ix[k] = 0;
     }
-    const n = nd === 0 ? (d[0] !== 0 ? 1 : 0) : out.length / nd;
-    const r = fromHostData(out, [n, nd], "int64", x.device);
-    if (!opts.asTuple) return r;
-    if (nd === 0) return [fromHostData(new Array<number>(n).fill(0), [n], "int64", x.device)];
-    return Array.from({ length: nd }, (_, k) => S.select(r, 1, k));
-  });
-}
-/** Same as nonzero(x). Synchronizes. */
-export function argwhere(x: Tensor): Tensor {
-  return withOp("argwhere", () => nonzero(x));
+  }
+  const n = nd === 0 ? (d[0] !== 0 ? 1 : 0) : out.length / nd;
+  const r = fromHostData(out, [n, nd], "int64", x.device);
+  if (!asTuple) return r;
+  if (nd === 0) return [fromHostData(new Array<number>(n).fill(0), [n], "int64", x.device)];
+  return Array.from({ length: nd }, (_, k) => S.select(r, 1, k));
 }
 
-function checkBoolMask(mask: Tensor, op: string): Tensor {
-  if (mask.dtype === "uint8") return cast(mask, "bool");
-  if (mask.dtype !== "bool") throw new TypeError(`${op} only supports boolean masks, but got mask with dtype ${mask.dtype}`);
-  return mask;
+interface NonzeroSig {
+  (input: Tensor | { input?: Tensor; asTuple?: false }, opts?: { input?: Tensor; asTuple?: false }): Tensor;
+  (input: Tensor | { input?: Tensor; asTuple: true }, opts: { input?: Tensor; asTuple: true }): Tensor[];
+  (input: Tensor | { input?: Tensor; asTuple?: boolean }, opts?: { input?: Tensor; asTuple?: boolean }): Tensor | Tensor[];
 }
+interface NonzeroMethod {
+  (opts?: { asTuple?: false }): Tensor;
+  (opts: { asTuple: true }): Tensor[];
+  (opts?: { asTuple?: boolean }): Tensor | Tensor[];
+}
+/** Indices of the nonzero elements, int64 [n, ndim] (asTuple: one 1-D tensor per dim). Synchronizes: n is read from x on the host. */
+export const nonzero = op<NonzeroSig>("nonzero(Tensor input, *, bool asTuple=False) -> Tensor", nonzeroImpl);
+/** Same as nonzero(x). Synchronizes. */
+export const argwhere = op<Sig<[input: Tensor], { input?: Tensor }, Tensor>>("argwhere(Tensor input) -> Tensor", (x: Tensor) => nonzeroImpl(x, false));
 
 /** 1-D tensor of the elements of x where mask (broadcast with x) is true. Synchronizes. */
-export function maskedSelect(x: Tensor, mask: Tensor): Tensor {
-  return withOp("masked_select", () => {
-    const m = checkBoolMask(mask, "masked_select:");
-    const shape = broadcastShapes("masked_select", x.shape, m.shape);
+export const maskedSelect = op<Sig<[input: Tensor, mask?: Tensor], { input?: Tensor; mask?: Tensor }, Tensor>>(
+  "maskedSelect(Tensor input, Tensor mask) -> Tensor",
+  (x: Tensor, mask: Tensor): Tensor => {
+    if (mask.dtype !== "bool" && mask.dtype !== "uint8") throw new Error("expected BoolTensor or ByteTensor for mask");
+    const m = cast(mask, "bool");
+    const shape = broadcastShapes("maskedSelect", x.shape, m.shape);
     const adv: Adv[] = [];
     const full1 = shape.length ? shape : [1]; // a 0-dim pair selects from a 1-element vector
     pushTensorIndex(adv, reshape(expand(m, shape), full1), 0, full1, x.device);
     return advancedGet(reshape(expand(x, shape), full1), adv);
-  });
+  },
+);
+
+function boolMask(mask: Tensor): Tensor {
+  if (mask.dtype === "uint8") return cast(mask, "bool"); // deprecated in PyTorch (a warning), still accepted
+  // PyTorch 1.13 silently accepted other dtypes (a float mask did nothing); 2.x raises this
+  if (mask.dtype !== "bool") throw new Error(`masked_fill_ only supports boolean masks, but got mask with dtype ${pyDtype(mask.dtype)}`);
+  return mask;
 }
 
+function maskedFillImpl(x: Tensor, mask: Tensor, value: TensorLike): Tensor {
+  const m = boolMask(mask);
+  broadcastShapes(currentOpName() ?? "maskedFill", m.shape, x.shape); // PyTorch's "The size of tensor a (5) must match ..."
+  let v: Tensor;
+  if (value instanceof Tensor) {
+    if (value.ndim !== 0)
+      throw new Error(`masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ${value.ndim} dimension(s).`);
+    v = cast(value, x.dtype);
+  } else v = scalarTensor(value, x.dtype, x.device);
+  return wherePrim(m, v, x);
+}
+
+type MaskedFillSig = Sig<[input: Tensor, mask?: Tensor, value?: TensorLike], { input?: Tensor; mask?: Tensor; value?: TensorLike }, Tensor>;
 /** x with `value` where mask (broadcast) is true; the gradient is zero there. */
-export function maskedFill(x: Tensor, mask: Tensor, value: TensorLike): Tensor {
-  return withOp("masked_fill", () => {
-    const m = checkBoolMask(mask, "masked_fill_");
-    let v: Tensor;
-    if (value instanceof Tensor) {
-      if (value.ndim !== 0)
-        throw new RangeError(`masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ${value.ndim} dimension(s).`);
-      v = cast(value, x.dtype);
-    } else v = scalarTensor(value, x.dtype, x.device);
-    return wherePrim(m, v, x);
-  });
-}
-export function maskedFill_(x: Tensor, mask: Tensor, value: TensorLike): Tensor {
-  return withOp("masked_fill_", () => {
-    const shape = broadcastShapes("masked_fill_", x.shape, mask.shape);
-    if (!sameShape(shape, x.shape))
-      throw new RangeError(`output with shape ${shapeStr(x.shape)} doesn't match the broadcast shape ${shapeStr(shape)}`);
-    return inplaceSet(x, maskedFill(x, mask, value), "masked_fill_");
-  });
-}
+export const maskedFill = op<MaskedFillSig>("maskedFill(Tensor input, Tensor mask, TensorLike value) -> Tensor", maskedFillImpl);
+/** In place (returns x); mask must broadcast to x's shape. */
+export const maskedFill_ = op<MaskedFillSig>(
+  "maskedFill_(Tensor input, Tensor mask, TensorLike value) -> Tensor",
+  (x: Tensor, mask: Tensor, value: TensorLike): Tensor => {
+    const shape = broadcastShapes("maskedFill_", x.shape, mask.shape);
+    if (!sameShape(shape, x.shape)) throw new Error(`output with shape ${shapeStr(x.shape)} doesn't match the broadcast shape ${shapeStr(shape)}`);
+    return inplaceSet(x, maskedFillImpl(x, mask, value), "maskedFill_");
+  },
+);
 
 // ---------------- index_select / gather / scatter ----------------
-
-function checkLong(index: Tensor, op: string): void {
-  if (index.dtype !== "int64") throw new TypeError(`${op}(): Expected dtype int64 for index`);
-}
 
 /** index as a [1, .., n, .., 1] column along dim, expanded to `shape`. */
 function alongDim(index: Tensor, dim: number, shape: Shape): Tensor {
@@ -526,211 +605,267 @@ function alongDim(index: Tensor, dim: number, shape: Shape): Tensor {
   return expand(reshape(index, col), shape.map((s, i) => (i === dim ? index.numel() : s)));
 }
 
-function checkVector(index: Tensor, op: string): Tensor {
-  if (!isIntDtype(index.dtype)) throw new TypeError(`${op}(): Expected dtype int32 or int64 for index`);
-  if (index.ndim > 1) throw new RangeError(`${op}(): Index is supposed to be a vector`);
-  return cast(index, "int64");
-}
-
 /** Rows (along dim) of x picked by a 1-D index. */
-export function indexSelect(x: Tensor, dim: number, index: Tensor): Tensor {
-  return withOp("index_select", () => {
-    const idx = checkVector(index, "index_select");
+export const indexSelect = op<Sig<[input: Tensor, dim?: number, index?: Tensor], { input?: Tensor; dim?: number; index?: Tensor }, Tensor>>(
+  "indexSelect(Tensor input, int dim, Tensor index) -> Tensor",
+  (x: Tensor, dim: number, index: Tensor): Tensor => {
+    if (index.dtype !== "int64" && index.dtype !== "int32") throw new Error("Expected dtype int32 or int64 for index");
+    if (index.ndim > 1) throw new RangeError("Index is supposed to be a vector");
     const xx = x.ndim === 0 ? reshape(x, [1]) : x;
-    const d = normDim(dim, xx.ndim, "index_select");
-    const n = xx.shape[d]!;
-    const neg = checkIndex(idx, n, () => "index out of range in self");
-    // (on devices without synchronous reads the indices are not checked on the host)
-    if (neg && idx._storage.device.readSync) throw new RangeError("index out of range in self");
+    const d = normDim(dim, x.ndim);
+    // checked before the cast: an int32 index is read as it is (on webgpu not at all: see indexBounds)
+    _checkIndexRange(index, xx.shape[d]!, "indexSelect");
+    const idx = cast(index, "int64");
     const out = gatherPrim(xx, d, alongDim(idx, d, xx.shape));
     return x.ndim === 0 ? reshape(out, index.ndim === 0 ? [] : [idx.numel()]) : out;
-  });
-}
+  },
+);
 
 function checkGatherShapes(x: Tensor, d: number, index: Tensor, src?: Tensor): void {
   if (index.ndim !== x.ndim && !(index.ndim <= 1 && x.ndim <= 1))
-    throw new RangeError(`Index tensor must have the same number of dimensions as ${src ? "self" : "input"} tensor`);
+    throw new Error(`Index tensor must have the same number of dimensions as ${src ? "self" : "input"} tensor`);
   if (src && src.ndim !== index.ndim && !(index.ndim <= 1 && src.ndim <= 1))
-    throw new RangeError("Index tensor must have the same number of dimensions as src tensor");
+    throw new Error("Index tensor must have the same number of dimensions as src tensor");
   for (let i = 0; i < index.ndim; i++) {
     const si = index.shape[i]!;
     const bad = (i !== d && si > (x.shape[i] ?? 1)) || (src && si > (src.shape[i] ?? 1));
     if (!bad) continue;
     if (src)
-      throw new RangeError(
+      throw new Error(
         `Expected index ${shapeStr(index.shape)} to be smaller than self ${shapeStr(x.shape)} apart from dimension ${d} and to be smaller size than src ${shapeStr(src.shape)}`,
       );
-    throw new RangeError(
+    throw new Error(
       `Size does not match at dimension ${i} expected index ${shapeStr(index.shape)} to be smaller than self ${shapeStr(x.shape)} apart from dimension ${d}`,
     );
   }
 }
 
-/** torch.gather: out[i][j] = x[index[i][j]][j] (dim 0). Indices must be in [0, size). */
-export function gather(x: Tensor, dim: number, index: Tensor): Tensor {
-  return withOp("gather", () => {
-    checkLong(index, "gather");
-    const d = normDim(dim, x.ndim, "gather");
+/** torch.gather: out[i][j] = x[index[i][j]][j] (dim 0). Indices must be in [0, size). sparseGrad is accepted; the gradient is dense. */
+export const gather = op<Sig<[input: Tensor, dim?: number, index?: Tensor], { input?: Tensor; dim?: number; index?: Tensor; sparseGrad?: boolean }, Tensor>>(
+  "gather(Tensor input, int dim, Tensor index, *, bool sparseGrad=False) -> Tensor",
+  (x: Tensor, dim: number, index: Tensor): Tensor => {
+    if (index.dtype !== "int64") throw new Error("Expected dtype int64 for index");
+    const d = normDim(dim, x.ndim);
     checkGatherShapes(x, d, index);
+    _checkIndexRange(index, x.ndim === 0 ? 1 : x.shape[d]!, "gather", d);
     if (x.ndim === 0) return reshape(gatherPrim(reshape(x, [1]), 0, reshape(index, [1])), index.shape);
     return gatherPrim(x, d, index);
-  });
-}
+  },
+);
 
-function scatterChecks(op: string, x: Tensor, dim: number, index: Tensor, src: Tensor): number {
-  checkLong(index, op);
-  if (src.dtype !== x.dtype) throw new TypeError("scatter(): Expected self.dtype to be equal to src.dtype");
-  const d = normDim(dim, x.ndim, op);
+/** scatter/scatter_add's checks (PyTorch's order: index dtype, dims, src dtype, shapes, index values); returns the dim. */
+function scatterChecks(name: string, x: Tensor, dim: number, index: Tensor, src: Tensor): number {
+  if (index.dtype !== "int64") throw new Error("Expected dtype int64 for index");
+  const d = normDim(dim, x.ndim);
+  if (src.dtype !== x.dtype) throw new Error("Expected self.dtype to be equal to src.dtype");
   checkGatherShapes(x, d, index, src);
+  _checkIndexRange(index, x.ndim === 0 ? 1 : x.shape[d]!, name, d);
   return d;
 }
 
-/** self.scatter_add(dim, index, src): out = self; out[index[i][j]][j] += src[i][j] (dim 0). */
-export function scatterAdd(x: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
-  return withOp("scatter_add", () => scatterAddPrim(x, scatterChecks("scatter_add", x, dim, index, src), index, src));
+/** scatterAdd in x's dtype (a bool x sums in int32: true + true stays true); a 0-dim x is one element along dim 0. */
+function scatterAddWork(x: Tensor, d: number, index: Tensor, src: Tensor): Tensor {
+  if (x.ndim === 0) return reshape(scatterAddWork(reshape(x, [1]), 0, reshape(index, [index.numel()]), reshape(src, [src.numel()])), []);
+  if (x.dtype !== "bool") return scatterAddPrim(x, d, index, src);
+  return cast(scatterAddPrim(cast(x, "int32"), d, index, cast(src, "int32")), "bool");
+}
+
+function scatterAddImpl(name: string) {
+  return (x: Tensor, dim: number, index: Tensor, src: Tensor): Tensor => scatterAddWork(x, scatterChecks(name, x, dim, index, src), index, src);
 }
 
 /**
- * self.scatter(dim, index, src | value, {reduce}): out[index[i][j]][j] = src[i][j] (dim 0).
+ * x.scatter(dim, index, src | value, {reduce}): out[index[i][j]][j] = src[i][j] (dim 0).
  * Duplicate targets without `reduce` are undefined in PyTorch; here they get the mean.
  */
-export function scatter(x: Tensor, dim: number, index: Tensor, src: TensorLike, opts: { reduce?: "add" | "multiply" } = {}): Tensor {
-  return withOp("scatter", () => {
+function scatterImpl(name: string) {
+  return (x: Tensor, dim: number, index: Tensor, src: TensorLike, reduce: string | null): Tensor => {
+    if (reduce !== null && reduce !== "add" && reduce !== "multiply") throw new Error("reduce argument must be either add or multiply.");
+    if (index.dtype !== "int64") throw new Error("Expected dtype int64 for index");
     const s = src instanceof Tensor ? src : full(index.shape, Number(src), { dtype: x.dtype, device: x.device });
-    const d = scatterChecks("scatter", x, dim, index, s);
+    const d = scatterChecks(name, x, dim, index, s);
     const zeros = (dt: DType) => full(x.shape, 0, { dtype: dt, device: x.device });
-    if (opts.reduce === "add") return scatterAddPrim(x, d, index, s);
-    const cnt = scatterAddPrim(zeros("int32"), d, index, full(index.shape, 1, { dtype: "int32", device: x.device }));
+    if (reduce === "add") return scatterAddWork(x, d, index, s);
+    const cnt = scatterAddWork(zeros("int32"), d, index, full(index.shape, 1, { dtype: "int32", device: x.device }));
     const hit = M.gt(cnt, 0);
-    if (opts.reduce === "multiply") {
+    if (reduce === "multiply") {
       // product of the scattered values as sign * exp(sum log|v|), in float64; exact zeros kept
       const f = cast(s, "float64");
-      const logs = scatterAddPrim(zeros("float64"), d, index, M.log(M.abs(M.where(M.eq(f, 0), 1, f))));
-      const negs = scatterAddPrim(zeros("int32"), d, index, cast(M.lt(f, 0), "int32"));
-      const zs = scatterAddPrim(zeros("int32"), d, index, cast(M.eq(f, 0), "int32"));
+      const logs = scatterAddWork(zeros("float64"), d, index, M.log(M.abs(M.where(M.eq(f, 0), 1, f))));
+      const negs = scatterAddWork(zeros("int32"), d, index, cast(M.lt(f, 0), "int32"));
+      const zs = scatterAddWork(zeros("int32"), d, index, cast(M.eq(f, 0), "int32"));
       let prod = M.mul(M.exp(logs), M.where(M.eq(M.remainder(negs, 2), 1), -1, 1));
       prod = M.where(M.gt(zs, 0), 0, prod);
       const r = M.mul(cast(x, "float64"), prod);
       return wherePrim(hit, cast(isFloating(x.dtype) ? r : M.round(r), x.dtype), x);
     }
-    if (opts.reduce !== undefined) throw new RangeError(`scatter: reduce argument must be either add or multiply (got ${String(opts.reduce)})`);
     const work: DType = x.dtype === "bool" ? "int32" : x.dtype;
-    const sum = scatterAddPrim(zeros(work), d, index, cast(s, work));
+    const sum = scatterAddWork(zeros(work), d, index, cast(s, work));
     return wherePrim(hit, cast(meanOfWrites(sum, cnt), x.dtype), x);
-  });
+  };
 }
 
+const SCATTER_SRC = (name: string) => `${name}(Tensor input, int dim, Tensor index, Tensor src, *, str? reduce=None) -> Tensor`;
+const SCATTER_VALUE = (name: string) => `${name}(Tensor input, int dim, Tensor index, Scalar value, *, str? reduce=None) -> Tensor`;
+type Reduce = "add" | "multiply";
+type ScatterOpts = { input?: Tensor; dim?: number; index?: Tensor; src?: Tensor; value?: Scalar; reduce?: Reduce | null };
+type ScatterSig = Sig<[input: Tensor, dim?: number, index?: Tensor, src?: TensorLike], ScatterOpts, Tensor>;
+
+export const scatter = op<ScatterSig>([SCATTER_SRC("scatter"), SCATTER_VALUE("scatter")], scatterImpl("scatter"));
+
+type ScatterAddSig = Sig<[input: Tensor, dim?: number, index?: Tensor, src?: Tensor], { input?: Tensor; dim?: number; index?: Tensor; src?: Tensor }, Tensor>;
+/** x.scatter_add(dim, index, src): out = x; out[index[i][j]][j] += src[i][j] (dim 0). */
+export const scatterAdd = op<ScatterAddSig>("scatterAdd(Tensor input, int dim, Tensor index, Tensor src) -> Tensor", scatterAddImpl("scatterAdd"));
+
+function indexAddImpl(name: string) {
+  return (x: Tensor, dim: number, index: Tensor, source: Tensor, alpha: Scalar): Tensor => {
+    if (index.dtype !== "int64" && index.dtype !== "int32") throw new Error(`Expected dtype int32/int64 for index but got: ${pyDtype(index.dtype)}`);
+    if (index.ndim > 1)
+      throw new RangeError(`Index is supposed to be a vector, but got dim: ${index.ndim} with type: ${pyDtype(index.dtype)} and size: ${shapeStr(index.shape)}`);
+    const d = normDim(dim, x.ndim);
+    if (source.dtype !== x.dtype) throw new Error(`self (${pyDtype(x.dtype)}) and source (${pyDtype(source.dtype)}) must have the same scalar type`);
+    const n = index.numel();
+    let src = source;
+    if (x.ndim <= 1) {
+      // PyTorch's 1-D (and 0-dim) path: one source element per index
+      const have = source.ndim === 0 ? 1 : source.shape[0]!;
+      if (source.ndim > 1 || have !== n)
+        throw new Error(`Number of indices (${n}) should be equal to source.size(dim): (${have}), for dim: ${d}`);
+      src = reshape(source, [n]);
+    } else {
+      // each source slice (along dim) is added to a slice of x: it broadcasts to x's slice
+      if (source.ndim === 0) throw new RangeError("select() cannot be applied to a 0-dim tensor.");
+      const sd = normDim(dim, source.ndim);
+      if (source.shape[sd] !== n) throw new Error(`Number of indices (${n}) should be equal to source.size(dim): (${source.shape[sd]}), for dim: ${d}`);
+      const xSlice = x.shape.filter((_, i) => i !== d);
+      const sSlice = source.shape.filter((_, i) => i !== sd);
+      const b = broadcastShapes(name, xSlice, sSlice);
+      if (!sameShape(b, xSlice)) throw new Error(`output with shape ${shapeStr(xSlice)} doesn't match the broadcast shape ${shapeStr(b)}`);
+      // [n, ...sSlice] -> [n, 1.., ...sSlice] (x's slice rank) -> n moved to dim d -> expanded to x's shape with n at d
+      const lead = xSlice.length - sSlice.length;
+      const m = reshape(S.movedim(source, sd, 0), [n, ...new Array<number>(lead).fill(1), ...sSlice]);
+      src = expand(S.movedim(m, 0, d), x.shape.map((s, i) => (i === d ? n : s)));
+    }
+    _checkIndexRange(index, x.ndim === 0 ? 1 : x.shape[d]!, name);
+    const idx = cast(index, "int64");
+    // PyTorch converts alpha to the tensor's dtype: integers truncate it
+    const a = isFloating(x.dtype) ? Number(alpha) : Math.trunc(Number(alpha));
+    const scaled = a === 1 ? src : cast(M.mul(src, a), x.dtype);
+    if (x.ndim === 0) return reshape(scatterAddWork(reshape(x, [1]), 0, reshape(idx, [n]), reshape(scaled, [n])), []);
+    return scatterAddWork(x, d, x.ndim === 1 ? reshape(idx, [n]) : alongDim(idx, d, scaled.shape), scaled);
+  };
+}
+
+const INDEX_ADD = (name: string) => `${name}(Tensor input, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor`;
+type IndexAddSig = Sig<
+  [input: Tensor, dim?: number, index?: Tensor, source?: Tensor],
+  { input?: Tensor; dim?: number; index?: Tensor; source?: Tensor; alpha?: Scalar },
+  Tensor
+>;
 /** x.index_add(dim, index, source, {alpha}): out.select(dim, index[i]) += alpha * source.select(dim, i). */
-export function indexAdd(x: Tensor, dim: number, index: Tensor, source: Tensor, opts: { alpha?: number } = {}): Tensor {
-  return withOp("index_add", () => {
-    const idx = checkVector(index, "index_add_");
-    if (source.dtype !== x.dtype)
-      throw new TypeError(`index_add_(): self (${x.dtype}) and source (${source.dtype}) must have the same scalar type`);
-    const d = normDim(dim, x.ndim, "index_add_");
-    const want = x.shape.map((s, i) => (i === d ? idx.numel() : s));
-    if (source.ndim !== x.ndim || !sameShape(source.shape, want))
-      throw new RangeError(`index_add_(): source ${shapeStr(source.shape)} must have shape ${shapeStr(want)} (self ${shapeStr(x.shape)}, dim ${d}, index of ${idx.numel()})`);
-    const n = x.shape[d]!;
-    if (checkIndex(idx, n, () => "index out of range in self") && idx._storage.device.readSync)
-      throw new RangeError("index out of range in self");
-    const src = opts.alpha === undefined || opts.alpha === 1 ? source : M.mul(source, opts.alpha);
-    return scatterAddPrim(x, d, alongDim(idx, d, source.shape), cast(src, x.dtype));
-  });
+export const indexAdd = op<IndexAddSig>(INDEX_ADD("indexAdd"), indexAddImpl("indexAdd"));
+
+function indexPutImpl(x: Tensor, indices: Tensor[], values: Tensor, accumulate: boolean): Tensor {
+  if (values.dtype !== x.dtype)
+    throw new Error(
+      `Index put requires the source and destination dtypes match, got ${pyDtype(x.dtype)} for the destination and ${pyDtype(values.dtype)} for the source.`,
+    );
+  const used = indices.reduce((n, t) => n + (t.dtype === "bool" || t.dtype === "uint8" ? t.ndim : 1), 0);
+  if (used > x.ndim) throw new RangeError(`too many indices for tensor of dimension ${x.ndim} (got ${used})`);
+  const adv: Adv[] = [];
+  let dim = 0;
+  for (const t of indices) dim += pushTensorIndex(adv, t, dim, x.shape, x.device);
+  if (!adv.length) return accumulate ? M.add(x, values) : S.clone(expand(values, x.shape));
+  return advancedPut(x, adv, values, accumulate);
 }
 
-/** x.index_put(indices, values, {accumulate}): out-of-place `x[indices] = values` (or `+=` with accumulate). */
-export function indexPut(x: Tensor, indices: (Tensor | null)[], values: TensorLike, opts: { accumulate?: boolean } = {}): Tensor {
-  return withOp("index_put", () => {
-    const v = values instanceof Tensor ? values : scalarTensor(values, x.dtype, x.device);
-    if (v.dtype !== x.dtype)
-      throw new TypeError(`Index put requires the source and destination dtypes match, got ${x.dtype} for the destination and ${v.dtype} for the source.`);
-    const used = indices.reduce((n, t) => n + (t && (t.dtype === "bool" || t.dtype === "uint8") ? t.ndim : 1), 0);
-    if (used > x.ndim) throw new RangeError(`too many indices for tensor of dimension ${x.ndim} (got ${used})`);
-    const adv: Adv[] = [];
-    let dim = 0;
-    for (const t of indices) dim += t ? pushTensorIndex(adv, t, dim, x.shape, x.device) : 1;
-    if (!adv.length) return opts.accumulate ? M.add(x, v) : S.clone(expand(v, x.shape));
-    return advancedPut(x, adv, v, !!opts.accumulate);
-  });
-}
-export function indexPut_(x: Tensor, indices: (Tensor | null)[], values: TensorLike, opts: { accumulate?: boolean } = {}): Tensor {
-  return withOp("index_put_", () => inplaceSet(x, indexPut(x, indices, values, opts), "index_put_"));
-}
+type IndexPutSig = Sig<
+  [input: Tensor, indices?: Tensor[], values?: Tensor, accumulate?: boolean],
+  { input?: Tensor; indices?: Tensor[]; values?: Tensor; accumulate?: boolean },
+  Tensor
+>;
+/** x.index_put(indices, values, accumulate): out-of-place `x[indices] = values` (`+=` with accumulate). */
+export const indexPut = op<IndexPutSig>("indexPut(Tensor input, Tensor[] indices, Tensor values, bool accumulate=False) -> Tensor", indexPutImpl);
+/** In place (returns x). */
+export const indexPut_ = op<IndexPutSig>(
+  "indexPut_(Tensor input, Tensor[] indices, Tensor values, bool accumulate=False) -> Tensor",
+  (x: Tensor, indices: Tensor[], values: Tensor, accumulate: boolean) => inplaceSet(x, indexPutImpl(x, indices, values, accumulate), "indexPut_"),
+);
 
 /** torch.take: x viewed as 1-D, indexed by `index` (negative indices wrap); result has index's shape. */
-export function take(x: Tensor, index: Tensor): Tensor {
-  return withOp("take", () => {
-    checkLong(index, "take");
+export const take = op<Sig<[input: Tensor, index?: Tensor], { input?: Tensor; index?: Tensor }, Tensor>>(
+  "take(Tensor input, Tensor index) -> Tensor",
+  (x: Tensor, index: Tensor): Tensor => {
+    if (index.dtype !== "int64") throw new Error(`Expected a long tensor for index, but got ${pyDtype(index.dtype)}`);
     const n = x.numel();
-    const neg = checkIndex(index, n, (v) => `out of range: tried to access index ${v} on a tensor of ${n} elements.`);
-    const idx = reshape(wrapNegative(index, n, neg), [index.numel()]);
-    return reshape(gatherPrim(reshape(x, [n]), 0, idx), index.shape);
-  });
-}
+    if (n === 0 && index.numel() > 0) throw new RangeError("tried to take from an empty tensor");
+    const w = wrapIndex(index, n, n, (v) => `out of range: tried to access index ${v} on a tensor of ${n} elements.`);
+    return reshape(gatherPrim(reshape(x, [n]), 0, reshape(w, [index.numel()])), index.shape);
+  },
+);
 
 /** torch.take_along_dim: gather along dim with x and indices broadcast in the other dims (no dim: flattened). */
-export function takeAlongDim(x: Tensor, indices: Tensor, dim?: number | null): Tensor {
-  return withOp("take_along_dim", () => {
-    if (!isIntDtype(indices.dtype)) throw new TypeError("torch.take_along_dim(): dtype of indices should be Long but got " + indices.dtype);
-    const idx = cast(indices, "int64");
-    if (dim === undefined || dim === null) return gatherPrim(reshape(x, [x.numel()]), 0, reshape(idx, [idx.numel()]));
-    if (x.ndim !== idx.ndim)
-      throw new RangeError(
-        `torch.take_along_dim(): input and indices should have the same number of dimensions, but got ${x.ndim} dimensions for input, and ${idx.ndim} dimensions for indices`,
+export const takeAlongDim = op<Sig<[input: Tensor, indices?: Tensor, dim?: number | null], { input?: Tensor; indices?: Tensor; dim?: number | null }, Tensor>>(
+  "takeAlongDim(Tensor input, Tensor indices, int? dim=None) -> Tensor",
+  (x: Tensor, indices: Tensor, dim: number | null): Tensor => {
+    if (indices.dtype !== "int64") throw new Error(`dtype of indices should be Long but got ${pyDtype(indices.dtype)}`);
+    if (dim === null) {
+      _checkIndexRange(indices, x.numel(), "takeAlongDim", 0);
+      return gatherPrim(reshape(x, [x.numel()]), 0, reshape(indices, [indices.numel()]));
+    }
+    if (x.ndim !== indices.ndim)
+      throw new Error(
+        `input and indices should have the same number of dimensions, but got ${x.ndim} dimensions for input, and ${indices.ndim} dimensions for indices`,
       );
-    const d = normDim(dim, x.ndim, "take_along_dim");
-    const shape = broadcastShapes("take_along_dim", x.shape.map((s, i) => (i === d ? idx.shape[d]! : s)), idx.shape);
+    const d = normDim(dim, x.ndim);
+    const shape = broadcastShapes("takeAlongDim", x.shape.map((s, i) => (i === d ? indices.shape[d]! : s)), indices.shape);
+    _checkIndexRange(indices, x.ndim === 0 ? 1 : x.shape[d]!, "takeAlongDim", d);
+    if (x.ndim === 0) return reshape(gatherPrim(reshape(x, [1]), 0, reshape(indices, [1])), []);
     const xs = [...shape];
     xs[d] = x.shape[d]!;
-    return gatherPrim(expand(x, xs), d, expand(idx, shape));
-  });
-}
+    return gatherPrim(expand(x, xs), d, expand(indices, shape));
+  },
+);
 
 // ---------------- Tensor methods ----------------
 
-type T = Tensor;
+installMethods({
+  index, nonzero, argwhere, maskedSelect, maskedFill, maskedFill_, indexSelect, gather, scatter, scatterAdd, indexAdd,
+  indexPut, indexPut_, take, takeAlongDim,
+});
+// in-place methods (PyTorch has no torch.scatter_ function)
+method("scatter_", [SCATTER_SRC("scatter_"), SCATTER_VALUE("scatter_")], (x: Tensor, dim: number, index: Tensor, src: TensorLike, reduce: string | null) =>
+  inplaceSet(x, scatterImpl("scatter_")(x, dim, index, src, reduce), "scatter_"),
+);
+method("scatterAdd_", "scatterAdd_(Tensor input, int dim, Tensor index, Tensor src) -> Tensor", (x: Tensor, dim: number, index: Tensor, src: Tensor) =>
+  inplaceSet(x, scatterAddImpl("scatterAdd_")(x, dim, index, src), "scatterAdd_"),
+);
+method("indexAdd_", INDEX_ADD("indexAdd_"), (x: Tensor, dim: number, index: Tensor, source: Tensor, alpha: Scalar) =>
+  inplaceSet(x, indexAddImpl("indexAdd_")(x, dim, index, source, alpha), "indexAdd_"),
+);
+
 declare module "../tensor.js" {
   interface Tensor {
     /** Python `t[...]`: basic indexing returns a view; int/bool tensor indices copy. */
-    index(...specs: IndexSpec[]): T;
+    index: Method<typeof index>;
     /** Python `t[...] = value`; an array is the index tuple (`t.set([":", 0], v)`). Returns t. */
-    set(specs: IndexSpec | IndexSpec[], value: TensorLike): T;
-    nonzero(): T;
-    nonzero(opts: { asTuple: true }): T[];
-    argwhere(): T;
-    maskedSelect(mask: T): T;
-    maskedFill(mask: T, value: TensorLike): T;
-    maskedFill_(mask: T, value: TensorLike): T;
-    indexSelect(dim: number, index: T): T;
-    gather(dim: number, index: T): T;
-    scatter(dim: number, index: T, src: TensorLike, opts?: { reduce?: "add" | "multiply" }): T;
-    scatter_(dim: number, index: T, src: TensorLike, opts?: { reduce?: "add" | "multiply" }): T;
-    scatterAdd(dim: number, index: T, src: T): T;
-    scatterAdd_(dim: number, index: T, src: T): T;
-    indexAdd(dim: number, index: T, source: T, opts?: { alpha?: number }): T;
-    indexAdd_(dim: number, index: T, source: T, opts?: { alpha?: number }): T;
-    indexPut(indices: (T | null)[], values: TensorLike, opts?: { accumulate?: boolean }): T;
-    indexPut_(indices: (T | null)[], values: TensorLike, opts?: { accumulate?: boolean }): T;
-    take(index: T): T;
-    takeAlongDim(indices: T, dim?: number | null): T;
+    set: Method<SetSig>;
+    nonzero: NonzeroMethod;
+    argwhere: Method<typeof argwhere>;
+    maskedSelect: Method<typeof maskedSelect>;
+    maskedFill: Method<typeof maskedFill>;
+    maskedFill_: Method<typeof maskedFill_>;
+    indexSelect: Method<typeof indexSelect>;
+    gather: Method<typeof gather>;
+    scatter: Method<typeof scatter>;
+    scatter_: Method<ScatterSig>;
+    scatterAdd: Method<typeof scatterAdd>;
+    scatterAdd_: Method<ScatterAddSig>;
+    indexAdd: Method<typeof indexAdd>;
+    indexAdd_: Method<IndexAddSig>;
+    indexPut: Method<typeof indexPut>;
+    indexPut_: Method<typeof indexPut_>;
+    take: Method<typeof take>;
+    takeAlongDim: Method<typeof takeAlongDim>;
   }
 }
-
-const P = Tensor.prototype as unknown as Record<string, unknown>;
-const methods: Record<string, (x: T, ...a: never[]) => unknown> = {
-  index, set: setIndex, nonzero, argwhere, maskedSelect, maskedFill, maskedFill_, indexSelect, gather, scatter,
-  scatterAdd, indexAdd, indexPut, indexPut_, take, takeAlongDim,
-};
-for (const [k, f] of Object.entries(methods))
-  P[k] = function (this: T, ...a: unknown[]) {
-    return (f as (...x: unknown[]) => unknown)(this, ...a);
-  };
-const inplace: Record<string, [string, (x: T, ...a: never[]) => T]> = {
-  scatter_: ["scatter_", scatter],
-  scatterAdd_: ["scatter_add_", scatterAdd],
-  indexAdd_: ["index_add_", indexAdd],
-};
-for (const [k, [name, f]] of Object.entries(inplace))
-  P[k] = function (this: T, ...a: unknown[]) {
-    return inplaceSet(this, (f as (...x: unknown[]) => T)(this, ...a), name);
-  };

@@ -21,11 +21,12 @@ function backwardWeighted(y: Tensor, w: Tensor): void {
 for (const mode of MODES) {
   const mt = (name: string, fn: () => Promise<void>) => test(`${mode}: ${name}`, () => torch.withEagerMode(mode, fn));
 
-  mt("basic indexing: ints, slices, None, ellipsis, comma strings and sl()", async () => {
+  mt("basic indexing: ints, slices, None, ellipsis, comma strings and Slice objects", async () => {
     const x = x24();
     await eq(x.index(1, "1:", "::2"), [[16, 18], [20, 22]]);
     await eq(x.index("1, 1:, ::2"), [[16, 18], [20, 22]]);
-    await eq(x.index(1, torch.sl(1), torch.sl(null, null, 2)), [[16, 18], [20, 22]]);
+    await eq(x.index(1, { start: 1 }, "::2"), [[16, 18], [20, 22]]); // a Slice object (not last: a trailing object is the options)
+    await eq(x.index(1, { start: null, stop: null, step: 2 }, ":"), [[12, 13, 14, 15], [20, 21, 22, 23]]);
     await eq(x.index(-1, "-2:", "1:7:2"), [[17, 19], [21, 23]]);
     assert.deepEqual(x.index("..., None, 1:3").shape, [2, 3, 1, 2]);
     assert.deepEqual(x.index("...", null, "1:3").shape, [2, 3, 1, 2]);
@@ -147,7 +148,7 @@ for (const mode of MODES) {
     await eq(torch.indexPut(a, [T([0, 0, 2]), T([1, 1, 3])], T([1, 2, 3]).float(), { accumulate: true }), [[0, 3, 0, 0], [0, 0, 0, 0], [0, 0, 0, 3]]);
     const m = T([[true, false, true, false], [false, false, false, false], [true, true, false, true]]);
     await eq(a.indexPut([m], T(9).float()), [[9, 0, 9, 0], [0, 0, 0, 0], [9, 9, 0, 9]]);
-    a.indexPut_([null, T([1])], T(4).float(), { accumulate: true });
+    a.indexPut_([torch.arange(3), T([1])], T(4).float(), { accumulate: true }); // PyTorch: indices are Tensors, not None
     await eq(a, [[0, 4, 0, 0], [0, 4, 0, 0], [0, 4, 0, 0]]);
   });
 
@@ -216,13 +217,13 @@ for (const mode of MODES) {
 
 test("errors name the op, the index and the size (PyTorch messages)", () => {
   const x = x24();
-  assert.throws(() => x.index(5), { name: "RangeError", message: "index 5 is out of bounds for dimension 0 with size 2" });
+  assert.throws(() => x.index(5), { name: "RangeError", message: "index(): index 5 is out of bounds for dimension 0 with size 2" });
   assert.throws(() => x.index(-3), /index -3 is out of bounds for dimension 0 with size 2/);
   assert.throws(() => x.index(0, 0, 0, 0), /too many indices for tensor of dimension 3/);
   assert.throws(() => x.index("...", "..."), /an index can only have a single ellipsis/);
   assert.throws(() => x.index("::0"), /slice step cannot be zero/);
   assert.throws(() => x.index("::-1"), /step must be greater than zero/);
-  assert.throws(() => x.index(1.5), TypeError);
+  assert.throws(() => x.index(1.5), { name: "RangeError", message: /only integers, slices .* are valid indices \(got float\)/ }); // IndexError
   assert.throws(() => x.index("a:b"), TypeError);
   assert.throws(() => torch.tensor(3).index(0), /invalid index of a 0-dim tensor/);
   assert.throws(() => x.index(T([0]), T([7])), /index 7 is out of bounds for dimension 1 with size 3/);
@@ -233,19 +234,19 @@ test("errors name the op, the index and the size (PyTorch messages)", () => {
   assert.throws(() => x.index(T([0, 1]), T([0, 1, 2])), /shape mismatch: indexing tensors could not be broadcast together with shapes \[2\], \[3\]/);
   assert.throws(() => torch.indexSelect(x, 0, T([5])), /index out of range in self/);
   assert.throws(() => torch.indexSelect(x, 0, T([-1])), /index out of range in self/);
-  assert.throws(() => torch.indexSelect(x, 0, T([[1]])), /index_select\(\): Index is supposed to be a vector/);
+  assert.throws(() => torch.indexSelect(x, 0, T([[1]])), /indexSelect\(\): Index is supposed to be a vector/);
   assert.throws(() => torch.take(x, T([100])), /out of range: tried to access index 100 on a tensor of 24 elements\./);
   assert.throws(() => x.gather(1, T([[5]])), /Index tensor must have the same number of dimensions as input tensor/);
   assert.throws(() => x.gather(1, T([[[0]]], "int32")), /gather\(\): Expected dtype int64 for index/);
   assert.throws(() => x.gather(1, torch.zeros([3, 3, 3], { dtype: "int64" })), /Size does not match at dimension 0 expected index \[3, 3, 3\] to be smaller than self \[2, 3, 4\] apart from dimension 1/);
   assert.throws(() => x.scatterAdd(0, torch.zeros([3, 3, 3], { dtype: "int64" }), x), /Expected index \[3, 3, 3\] to be smaller than self \[2, 3, 4\] apart from dimension 0 and to be smaller size than src \[2, 3, 4\]/);
-  assert.throws(() => x.scatterAdd(0, torch.zeros([1, 1, 1], { dtype: "int64" }), x.double()), /scatter\(\): Expected self.dtype to be equal to src.dtype/);
+  assert.throws(() => x.scatterAdd(0, torch.zeros([1, 1, 1], { dtype: "int64" }), x.double()), /scatterAdd\(\): Expected self.dtype to be equal to src.dtype/);
   assert.throws(() => x.maskedFill(T([true, false, true, true]), T([1]).float()), /masked_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension\(s\)\./);
   assert.throws(() => x.maskedFill(T([1, 0, 1, 1]), 1), /masked_fill_ only supports boolean masks/);
   assert.throws(() => x.clone().maskedFill_(torch.ones([3, 2, 3, 4], { dtype: "bool" }), 1), /output with shape \[2, 3, 4\] doesn't match the broadcast shape \[3, 2, 3, 4\]/);
   assert.throws(() => torch.indexPut(x, [T([5])], T(1).float()), /index 5 is out of bounds for dimension 0 with size 2/);
-  assert.throws(() => torch.indexPut(torch.arange(3), [T([1])], T([1.5])), /Index put requires the source and destination dtypes match, got int64 for the destination and float32 for the source\./);
-  assert.throws(() => x.indexAdd(0, T([0]), x.index(":1").long()), /index_add_\(\): self \(float32\) and source \(int64\) must have the same scalar type/);
+  assert.throws(() => torch.indexPut(torch.arange(3), [T([1])], T([1.5])), /Index put requires the source and destination dtypes match, got Long for the destination and Float for the source\./);
+  assert.throws(() => x.indexAdd(0, T([0]), x.index(":1").long()), /indexAdd\(\): self \(Float\) and source \(Long\) must have the same scalar type/);
   assert.throws(() => x.indexAdd(0, T([5]), x.index(":1")), /index out of range in self/);
   assert.throws(() => x.set(T([0, 1]), T([1, 2, 3]).float()), /shape mismatch: value tensor of shape \[3\] cannot be broadcast to indexing result of shape \[2, 3, 4\]/);
 });
@@ -253,7 +254,7 @@ test("errors name the op, the index and the size (PyTorch messages)", () => {
 test("gather/scatter index errors from the kernel name the op, the index and the size", async () => {
   await torch.withEagerMode("debug", async () => {
     const x = x12();
-    await assert.rejects(async () => x.gather(1, T([[5]])).tolist(), /gather: index 5 is out of bounds for dimension 1 with size 4/);
+    await assert.rejects(async () => x.gather(1, T([[5]])).tolist(), /gather\(\): index 5 is out of bounds for dimension 1 with size 4/);
     await assert.rejects(async () => x.scatterAdd(0, T([[3]]), T([[1]]).float()).tolist(), /index 3 is out of bounds for dimension 0 with size 3/);
   });
 });
