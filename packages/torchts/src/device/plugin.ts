@@ -23,6 +23,11 @@ export interface Executable {
 export interface DevicePlugin {
   readonly name: string;
   allocate(dtype: DType, numel: number): DeviceBuffer;
+  /**
+   * Throws (RangeError, OutOfMemoryError) for a size this device can never allocate; the storage of
+   * every op's result calls it, so a lazily recorded node (fused eager) fails in the op that made it.
+   */
+  checkSize?(dtype: DType, numel: number): void;
   write(buf: DeviceBuffer, data: HostArray): void;
   read(buf: DeviceBuffer, dtype: DType, numel: number): Promise<HostArray>;
   /** Host-visible devices (cpu) can read synchronously; used for printing and debug checks. */

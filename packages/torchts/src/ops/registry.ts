@@ -48,9 +48,11 @@ function nameError(e: unknown, name: string): Error {
 /** Outside the op scope, but errors (and async rejections) still name the op. */
 function transparentCall(name: string, impl: (...a: unknown[]) => unknown, vals: unknown[]): unknown {
   let r: unknown;
+  const token = opCheckpoint();
   try {
     r = impl(...vals);
   } catch (e) {
+    opRollback(token);
     throw nameError(e, name);
   }
   if (r instanceof Promise) return r.catch((e: unknown) => Promise.reject(nameError(e, name)));

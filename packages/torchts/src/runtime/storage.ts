@@ -65,6 +65,7 @@ export class Storage {
     // fused mode the allocation itself comes later, at a flush)
     if (!(numel >= 0 && Number.isInteger(numel)))
       throw new RangeError(`${opPrefix()}invalid tensor size: ${String(numel)} elements (a size must be a finite non-negative integer)`);
+    if (numel > 65536 && device.checkSize) device.checkSize(dtype, numel);
   }
 
   allocate(): DeviceBuffer {

@@ -16,7 +16,7 @@ import * as torch from "../../src/index.js";
 import { Tensor } from "../../src/index.js";
 import { OP_TABLE, type OpDef } from "../../src/ops/registry.js";
 import type { Param, Schema } from "../../src/ops/schema.js";
-import { isPlainObject } from "../../src/ops/binder.js";
+import { bindArgs, isPlainObject } from "../../src/ops/binder.js";
 import { pendingCount } from "../../src/runtime/dispatch.js";
 import { Maker, type OpInfos, type Sample } from "../ops/opinfo/types.js";
 import { ALL_OPINFOS } from "../ops/opinfo/index.js";
@@ -182,7 +182,7 @@ function pickSchema(def: OpDef, s: Sample): Schema | null {
 function methodOf(def: OpDef): string | null {
   const P = Tensor.prototype as unknown as Record<string, unknown>;
   for (const name of [def.name, def.key.startsWith("Tensor.") ? def.key.slice(7) : null]) {
-    if (name && typeof P[name] === "function" && P[name] === def.method) return name;
+    if (name && Object.getOwnPropertyDescriptor(P, name)?.value === def.method) return name;
   }
   return null;
 }
@@ -222,7 +222,7 @@ function formsOf(def: OpDef, sc: Schema, fresh: () => Sample, rng: Rng): Form[] 
   if (va >= 0 && lastPos === va && Array.isArray(s0[ps[va]!.name]) && (s0[ps[va]!.name] as unknown[]).length >= 2)
     forms.push({ name: "varargs", call: () => { const s = fresh(); return fn(...withKw(s, [...positional(s, va - 1), ...(s[ps[va]!.name] as unknown[])])); } });
   const m = methodOf(def);
-  if (m && ps[0] && (ps[0].kind === "Tensor") && ps[0].name in s0) {
+  if (m && ps[0] && s0[ps[0].name] instanceof Tensor) {
     forms.push({
       name: "method",
       call: () => {
@@ -291,7 +291,6 @@ function mutationsFor(p: Param, sample: Sample, otherDevice: string | null): Mut
       if (p.kind === "TensorLike") {
         maybe("NaN", NaN);
         maybe("Infinity", Infinity);
-        throwing("null", null);
       }
       break;
     case "int":
@@ -398,6 +397,9 @@ function mutationsFor(p: Param, sample: Sample, otherDevice: string | null): Mut
 
 // ---------------------------------------------------------------- the run
 
+/** Ops whose result is random whatever the seed (torch.seed() draws a fresh seed): forms are not compared. */
+const NONDETERMINISTIC = new Set(["seed"]);
+
 export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
   const log = o.log ?? (() => {});
   const rng = new Rng(o.seed);
@@ -471,7 +473,7 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
             continue;
           }
           if (first === null) first = { snap: r, where: `${mode}/${form.name}` };
-          else if (!same(first.snap, r))
+          else if (!NONDETERMINISTIC.has(key) && !same(first.snap, r))
             fail(`${key}: sample ${si} ${mode}/${form.name} gives ${short(r)} but ${first.where} gives ${short(first.snap)}`);
         }
       }
@@ -493,10 +495,10 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
           }
           rep.calls += 3;
           rep.compiled++;
-          if (!same(last, first.snap)) fail(`${key}: sample ${si} under torch.compile gives ${short(last)} but ${first.where} gives ${short(first.snap)}`);
+          if (!NONDETERMINISTIC.has(key) && !same(last, first.snap)) fail(`${key}: sample ${si} under torch.compile gives ${short(last)} but ${first.where} gives ${short(first.snap)}`);
         } catch (e) {
           const msg = String((e as Error)?.message ?? e);
-          if (/reads a tensor value on the host|host read|cannot be compiled/i.test(msg)) rep.compileGraphBreaks++;
+          if (/reads a tensor value on the host|host read|cannot be compiled|synchronously/i.test(msg)) rep.compileGraphBreaks++;
           else fail(`${key}: sample ${si} under torch.compile threw: ${msg}`);
         }
       }
@@ -566,6 +568,8 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
             fail(`${key}: building mutation '${c.what}' threw: ${(e as Error).message}`);
             continue;
           }
+          // a value one overload rejects may be another's (pow(2, x)): must-throw needs every overload to refuse it
+          const mustThrow = c.mustThrow && def.schemas.every((sch) => typeof bindArgs(sch, built.args) === "string");
           const tensors = built.args.flatMap((a) => (a instanceof Tensor ? [a] : isPlainObject(a) ? Object.values(a).filter((v) => v instanceof Tensor) : [])) as Tensor[];
           const versions = tensors.map((t) => (t.isDisposed ? -1 : t._version));
           const pendingBefore = pendingCount();
@@ -589,7 +593,8 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
             });
           } else {
             rep.mutatedSucceeded++;
-            if (c.mustThrow) fail(`${where}: accepted (should be rejected): returned ${short(await snap(result).catch((e) => `<unreadable: ${e}>`))}`);
+            // what a lazily-recorded result does when it is computed is part of the call (fused eager)
+            if (mustThrow) fail(`${where}: accepted (should be rejected): returned ${short(await snap(result).catch((e) => `<unreadable: ${e}>`))}`);
             else {
               try {
                 const bad = await wellFormed(result);
@@ -600,7 +605,11 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
                 if (!msg.includes(def.name) && !/OutOfMemory|allocate/.test(msg)) fail(`${where}: result unreadable: ${msg.split("\n")[0]}`);
               }
             }
-            torch.sync();
+            try {
+              torch.sync();
+            } catch (e) {
+              fail(`${where}: accepted, then the flush threw: ${(e as Error)?.message?.split("\n")[0] ?? e}`);
+            }
           }
           if (!(await checkCanary(where))) break;
         }

@@ -138,12 +138,20 @@ const pool = new Map<string, HostArray[]>();
 let pooledBytes = 0;
 const POOL_CAP = 256 * 1024 * 1024;
 
+/** The sizes no cpu buffer can have (also checked when fused eager records a node, so it fails in its op). */
+function checkSize(dtype: DType, numel: number): void {
+  // checked before anything changes: a NaN size once made the arena's bump pointer NaN
+  if (!(numel >= 0 && numel <= MAX_HOST_LENGTH && Number.isInteger(numel)))
+    throw sizeError("cpu", numel, "elements", hostArrayCtor(dtype).BYTES_PER_ELEMENT, `a host array holds at most ${MAX_HOST_LENGTH} elements`);
+  const hostBytes = numel * hostArrayCtor(dtype).BYTES_PER_ELEMENT;
+  if (hostBytes > hostMemoryBytes()) throw outOfMemory(hostBytes, `cpu: the host has ${fmtBytes(hostMemoryBytes())} of memory`);
+}
+
 export const cpu: DevicePlugin = {
   name: "cpu",
+  checkSize,
   allocate(dtype: DType, numel: number): DeviceBuffer {
-    // checked before anything changes: a NaN size once made the arena's bump pointer NaN
-    if (!(numel >= 0 && numel <= MAX_HOST_LENGTH && Number.isInteger(numel)))
-      throw sizeError("cpu", numel, "elements", hostArrayCtor(dtype).BYTES_PER_ELEMENT, `a host array holds at most ${MAX_HOST_LENGTH} elements`);
+    checkSize(dtype, numel);
     const inArena = arenaArray(dtype, numel);
     if (inArena) return inArena;
     const key = `${hostArrayCtor(dtype).name}:${numel}`;

@@ -17,7 +17,7 @@ import { planFused, planSingle, type Plan, type Ref, type Step } from "./plan.js
 import type { GpuContext } from "./context.js";
 import { fromDeviceWords, toDeviceWords } from "./dtypes.js";
 import { BufferPool } from "./pool.js";
-import { sizeError } from "../../runtime/errors.js";
+import { fmtBytes, sizeError } from "../../runtime/errors.js";
 import type { WebGPUStats } from "./types.js";
 import { shaderSource, UNIFORM_BYTES, uniformWords } from "./shader.js";
 
@@ -85,6 +85,12 @@ export class WebGPUDevice implements DevicePlugin {
 
   private alive(): void {
     if (this.lostReason) throw new Error(this.lostReason);
+  }
+
+  checkSize(_dtype: DType, numel: number): void {
+    const bytes = numel * 4;
+    if (!(numel >= 0 && Number.isInteger(numel)) || bytes > this.pool.maxBuffer)
+      throw sizeError("webgpu", bytes, "bytes", 1, `the adapter's largest storage buffer (maxBufferSize, maxStorageBufferBindingSize) is ${fmtBytes(this.pool.maxBuffer)}`);
   }
 
   allocate(dtype: DType, numel: number): DeviceBuffer {

@@ -28,7 +28,7 @@ export class BufferPool {
     private device: GPUDevice,
     limitBytes: number,
     poolCapBytes: number,
-    private maxBuffer: number,
+    readonly maxBuffer: number,
   ) {
     this.s = {
       liveBytes: 0, liveBuffers: 0, pooledBytes: 0, pooledBuffers: 0, peakBytes: 0, allocations: 0, poolHits: 0,
