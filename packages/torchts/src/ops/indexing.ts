@@ -494,7 +494,12 @@ function indexImpl(x: Tensor, ...specs: unknown[]): Tensor {
  * Python `x[specs]`: `x.index(1, "1:", "::2")` is `x[1, 1:, ::2]`. Basic indexing returns a view
  * sharing x's storage; tensor indices copy (and differentiate).
  */
-export const index = op<(input: Tensor, ...indices: IndexSpec[]) => Tensor>(`index(Tensor input, ${INDEX_PARAMS}) -> Tensor`, indexImpl);
+/** index's keywords (the specs by position i0..i15; rarely useful, but every op takes its options object). */
+export type IndexOpts = { input?: Tensor } & { [K in `i${number}`]?: IndexSpec };
+export const index = op<(input: Tensor | IndexOpts, ...indices: (IndexSpec | IndexOpts)[]) => Tensor>(
+  `index(Tensor input, ${INDEX_PARAMS}) -> Tensor`,
+  indexImpl,
+);
 
 function setImpl(x: Tensor, indices: unknown, value: TensorLike): Tensor {
   const name = currentOpName() ?? "set";
@@ -707,7 +712,8 @@ function scatterImpl(name: string) {
 
 const SCATTER_SRC = (name: string) => `${name}(Tensor input, int dim, Tensor index, Tensor src, *, str? reduce=None) -> Tensor`;
 const SCATTER_VALUE = (name: string) => `${name}(Tensor input, int dim, Tensor index, Scalar value, *, str? reduce=None) -> Tensor`;
-type Reduce = "add" | "multiply";
+/** PyTorch's reduce is a str checked by the op ("reduce argument must be either add or multiply."). */
+type Reduce = "add" | "multiply" | (string & Record<never, never>);
 type ScatterOpts = { input?: Tensor; dim?: number; index?: Tensor; src?: Tensor; value?: Scalar; reduce?: Reduce | null };
 type ScatterSig = Sig<[input: Tensor, dim?: number, index?: Tensor, src?: TensorLike], ScatterOpts, Tensor>;
 
@@ -725,7 +731,7 @@ function indexAddImpl(name: string) {
     const d = normDim(dim, x.ndim);
     if (source.dtype !== x.dtype) throw new Error(`self (${pyDtype(x.dtype)}) and source (${pyDtype(source.dtype)}) must have the same scalar type`);
     const n = index.numel();
-    let src = source;
+    let src: Tensor;
     if (x.ndim <= 1) {
       // PyTorch's 1-D (and 0-dim) path: one source element per index
       const have = source.ndim === 0 ? 1 : source.shape[0]!;
@@ -741,10 +747,13 @@ function indexAddImpl(name: string) {
       const sSlice = source.shape.filter((_, i) => i !== sd);
       const b = broadcastShapes(name, xSlice, sSlice);
       if (!sameShape(b, xSlice)) throw new Error(`output with shape ${shapeStr(xSlice)} doesn't match the broadcast shape ${shapeStr(b)}`);
-      // [n, ...sSlice] -> [n, 1.., ...sSlice] (x's slice rank) -> n moved to dim d -> expanded to x's shape with n at d
-      const lead = xSlice.length - sSlice.length;
-      const m = reshape(S.movedim(source, sd, 0), [n, ...new Array<number>(lead).fill(1), ...sSlice]);
-      src = expand(S.movedim(m, 0, d), x.shape.map((s, i) => (i === d ? n : s)));
+      if (source.ndim === x.ndim && sameShape(sSlice, xSlice)) src = source;
+      else {
+        // [n, ...sSlice] -> [n, 1.., ...sSlice] (x's slice rank) -> n moved to dim d -> expanded to x's shape with n at d
+        const lead = xSlice.length - sSlice.length;
+        const m = reshape(S.movedim(source, sd, 0), [n, ...new Array<number>(lead).fill(1), ...sSlice]);
+        src = expand(S.movedim(m, 0, d), x.shape.map((s, i) => (i === d ? n : s)));
+      }
     }
     _checkIndexRange(index, x.ndim === 0 ? 1 : x.shape[d]!, name);
     const idx = cast(index, "int64");
