@@ -43,6 +43,10 @@ export interface FuzzReport {
   mutatedSucceeded: number;
   compiled: number;
   compileGraphBreaks: number;
+  /** samples run on the other device and compared with cpu */
+  onDevice: number;
+  /** ops the other device rejects (with an error naming the op) */
+  deviceUnsupported: string[];
   failures: string[];
 }
 
@@ -105,6 +109,40 @@ function short(s: Snap): string {
   const t = JSON.stringify(s, (_, v) => (typeof v === "number" && !Number.isFinite(v) ? String(v) : v));
   return t === undefined ? String(s) : t.length > 200 ? t.slice(0, 200) + "..." : t;
 }
+
+/** A tensor on another device (tensors a sample built on cpu; requiresGrad kept on leaves). */
+function toDevice(t: Tensor, dev: string): Tensor {
+  const m = t.detach().to(dev);
+  return t.requiresGrad && t.isLeaf ? m.requiresGrad_() : m;
+}
+
+/** Device results against cpu's: same structure, shapes and dtypes; values within float32 tolerance. */
+function close(a: Snap, b: Snap, path = ""): string | null {
+  if (typeof a === "number" && typeof b === "number") {
+    if (Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b))) return null;
+    const tol = 1e-4 + 1e-3 * Math.abs(a);
+    return Math.abs(a - b) <= tol ? null : `${path}: ${b} vs ${a}`;
+  }
+  if (Array.isArray(a) && Array.isArray(b)) {
+    if (a.length !== b.length) return `${path}: length ${b.length} vs ${a.length}`;
+    for (let i = 0; i < a.length; i++) {
+      const r = close(a[i], b[i], `${path}[${i}]`);
+      if (r) return r;
+    }
+    return null;
+  }
+  if (a && b && typeof a === "object" && typeof b === "object") {
+    for (const k of Object.keys(a)) {
+      const r = close((a as Record<string, Snap>)[k], (b as Record<string, Snap>)[k], `${path}.${k}`);
+      if (r) return r;
+    }
+    return null;
+  }
+  return Object.is(a, b) ? null : `${path}: ${short(b)} vs ${short(a)}`;
+}
+
+/** Random ops: Philox streams match across devices, but their float transforms may round differently. */
+const RANDOM_OPS = /^(rand|randn|randint|randperm|randLike|randnLike|normal|bernoulli|multinomial|Tensor\.(uniform_|normal_)|dropout|F\.dropout)$/;
 
 /** Is a successful result well formed: tensors alive with integer, non-negative shapes and readable values. */
 async function wellFormed(v: unknown, depth = 0): Promise<string | null> {
@@ -413,6 +451,8 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
     mutatedSucceeded: 0,
     compiled: 0,
     compileGraphBreaks: 0,
+    onDevice: 0,
+    deviceUnsupported: [],
     failures: [],
   };
   const fail = (s: string) => {
@@ -502,9 +542,32 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
           else fail(`${key}: sample ${si} under torch.compile threw: ${msg}`);
         }
       }
+      // on the other device (webgpu): the same call with every tensor moved there, compared with cpu
+      if (o.otherDevice && first !== null && si === 0 && !isAsync && !NONDETERMINISTIC.has(key) && !RANDOM_OPS.test(key)) {
+        const dev = o.otherDevice;
+        rep.calls++;
+        try {
+          const s = fresh();
+          const moved: Sample = {};
+          for (const [k, v] of Object.entries(s))
+            moved[k] = v instanceof Tensor ? toDevice(v, dev) : Array.isArray(v) && v.every((e) => e instanceof Tensor) ? v.map((e) => toDevice(e as Tensor, dev)) : v;
+          const args = sc.params.filter((p) => !p.kwOnly).map((p) => (p.name in moved ? moved[p.name] : undefined));
+          const kw: Record<string, unknown> = {};
+          for (const p of sc.params) if (p.kwOnly && p.name in moved) kw[p.name] = moved[p.name];
+          torch.manualSeed(1234);
+          const r = await snap((def.fn as (...a: unknown[]) => unknown)(...(Object.keys(kw).length ? [...args, kw] : args)));
+          rep.onDevice++;
+          const bad = close(first.snap, r);
+          if (bad) fail(`${key}: sample ${si} on ${dev} differs from ${first.where}: ${bad}`);
+        } catch (e) {
+          const msg = String((e as Error)?.message ?? e);
+          if (!msg.includes(def.name)) fail(`${key}: sample ${si} on ${dev} threw an error not naming the op: ${msg.split("\n")[0]}`);
+          else rep.deviceUnsupported.push(`${key}: ${msg.split("\n")[0]!.slice(0, 160)}`);
+        }
+      }
       // 2. mutations
       if (si > 0 && !o.long) continue;
-      const mutModes: torch.EagerMode[] = o.long ? modes : ["strict", "fused"];
+      const mutModes: torch.EagerMode[] = modes;
       const cases: { what: string; build: () => { args: unknown[] }; mustThrow: boolean }[] = [];
       const ps = sc.params;
       const callArgs = (s: Sample, over: string | null, value: unknown, extraKw: Record<string, unknown> = {}) => {

@@ -39,10 +39,12 @@ export async function fuzzMain(o: Omit<FuzzOptions, "log" | "otherDevice">, prin
   print(
     `fuzz: seed ${o.seed}${o.long ? " (long)" : ""}: ${rep.ops} ops, ${rep.calls} calls ` +
       `(${rep.validCalls} valid in every form and mode, ${rep.compiled} compiled, ${rep.compileGraphBreaks} not compilable (host reads), ` +
-      `${rep.mutatedCalls} mutated: ${rep.mutatedThrew} threw naming the op, ${rep.mutatedSucceeded} succeeded); ` +
+      `${rep.mutatedCalls} mutated: ${rep.mutatedThrew} threw naming the op, ${rep.mutatedSucceeded} succeeded; ` +
+      `${rep.onDevice} run on ${other ?? "no second device"} and compared with cpu, ${rep.deviceUnsupported.length} rejected there); ` +
       `mixed-device mutations on ${other ?? "(no second device)"}; ${rep.failures.length} failures, ${uncaught} uncaught, ` +
       `${releaseErrors} release errors; ${((Date.now() - t0) / 1000).toFixed(1)} s`,
   );
   for (const f of rep.failures) print(`  FAIL ${f}`);
+  if (o.long || process.env.TORCHTS_FUZZ_VERBOSE) for (const u of rep.deviceUnsupported) print(`  not on ${other}: ${u}`);
   return rep.failures.length || uncaught || releaseErrors ? 1 : 0;
 }
