@@ -38,7 +38,9 @@ export function opOf(f: unknown): OpDef | undefined {
 /** Prefix an error that escaped an op with the op's name, keeping its class and stack. */
 function nameError(e: unknown, name: string): Error {
   if (!(e instanceof Error)) return new Error(`${name}(): ${String(e)}`);
-  if (!e.message.startsWith(name)) {
+  // "index 5 is out of bounds" does not name the op `index`: only "name(" / "name:" do
+  const m = e.message;
+  if (!(m.startsWith(name) && (m[name.length] === "(" || m[name.length] === ":"))) {
     e.message = `${name}(): ${e.message}`;
     if (e.stack) e.stack = `${e.name}: ${e.message}\n${e.stack.split("\n").slice(1).join("\n")}`;
   }

@@ -435,6 +435,16 @@ function mutationsFor(p: Param, sample: Sample, otherDevice: string | null): Mut
 
 // ---------------------------------------------------------------- the run
 
+/** A message names the op when it says "name(" or "name:" (not just the word: "index 5 is out of bounds"). */
+function namesOp(msg: string, name: string): boolean {
+  for (let i = msg.indexOf(name); i >= 0; i = msg.indexOf(name, i + 1)) {
+    const before = i === 0 ? " " : msg[i - 1]!;
+    const after = msg[i + name.length];
+    if (!/[\w.]/.test(before) && (after === "(" || after === ":")) return true;
+  }
+  return false;
+}
+
 /** Ops whose result is random whatever the seed (torch.seed() draws a fresh seed): forms are not compared. */
 const NONDETERMINISTIC = new Set(["seed"]);
 
@@ -561,7 +571,7 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
           if (bad) fail(`${key}: sample ${si} on ${dev} differs from ${first.where}: ${bad}`);
         } catch (e) {
           const msg = String((e as Error)?.message ?? e);
-          if (!msg.includes(def.name)) fail(`${key}: sample ${si} on ${dev} threw an error not naming the op: ${msg.split("\n")[0]}`);
+          if (!namesOp(msg, def.name)) fail(`${key}: sample ${si} on ${dev} threw an error not naming the op: ${msg.split("\n")[0]}`);
           else rep.deviceUnsupported.push(`${key}: ${msg.split("\n")[0]!.slice(0, 160)}`);
         }
       }
@@ -649,7 +659,7 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
           if (threw !== undefined) {
             rep.mutatedThrew++;
             if (!(threw instanceof Error)) fail(`${where}: threw a non-Error ${String(threw)}`);
-            else if (!threw.message.includes(def.name)) fail(`${where}: error does not name the op: ${threw.constructor.name}: ${threw.message.split("\n")[0]}`);
+            else if (!namesOp(threw.message, def.name)) fail(`${where}: error does not name the op: ${threw.constructor.name}: ${threw.message.split("\n")[0]}`);
             if (pendingCount() !== pendingBefore) fail(`${where}: threw but left ${pendingCount() - pendingBefore} pending nodes`);
             tensors.forEach((t, i) => {
               if (!t.isDisposed && t._version !== versions[i]) fail(`${where}: threw but bumped an input's version counter`);
@@ -665,7 +675,7 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
               } catch (e) {
                 const msg = (e as Error).message ?? String(e);
                 // a lazily-failing result must still name the op
-                if (!msg.includes(def.name) && !/OutOfMemory|allocate/.test(msg)) fail(`${where}: result unreadable: ${msg.split("\n")[0]}`);
+                if (!namesOp(msg, def.name) && !/OutOfMemory|allocate/.test(msg)) fail(`${where}: result unreadable: ${msg.split("\n")[0]}`);
               }
             }
             try {
