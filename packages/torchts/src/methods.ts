@@ -91,45 +91,47 @@ declare module "./tensor.js" {
     addcdiv: Method<typeof M.addcdiv>;
     where: IM["where"];
     // shape
-    contiguous(): T;
-    clone(): T;
-    detach(): T;
-    view(...shape: (number | number[])[]): T;
-    viewAs(o: T): T;
-    reshape(...shape: (number | number[])[]): T;
-    reshapeAs(o: T): T;
-    permute(...dims: (number | number[])[]): T;
-    transpose(d0: number, d1: number): T;
-    swapaxes(d0: number, d1: number): T;
-    t(): T;
+    contiguous: Method<typeof S.contiguous>;
+    clone: Method<typeof S.clone>;
+    detach: Method<typeof S.detach>;
+    view: Method<typeof S.view>;
+    viewAs: Method<typeof S.viewAs>;
+    reshape: Method<typeof S.reshape>;
+    reshapeAs: Method<typeof S.reshapeAs>;
+    permute: Method<typeof S.permute>;
+    transpose: Method<typeof S.transpose>;
+    swapaxes: Method<typeof S.swapaxes>;
+    swapdims: Method<typeof S.swapdims>;
+    t: Method<typeof S.t>;
     readonly T: T;
     readonly mT: T;
-    movedim(src: number | number[], dst: number | number[]): T;
-    expand(...shape: (number | number[])[]): T;
-    expandAs(o: T): T;
-    narrow(dim: number, start: number, length: number): T;
-    select(dim: number, index: number): T;
-    slice(dim: number, start?: number | null, end?: number | null, step?: number): T;
-    squeeze(dim?: number | number[]): T;
-    unsqueeze(dim: number): T;
-    flatten(startDim?: number, endDim?: number): T;
-    unflatten(dim: number, sizes: number[]): T;
-    ravel(): T;
-    split(sizes: number | number[], dim?: number): T[];
-    chunk(chunks: number, dim?: number): T[];
-    unbind(dim?: number): T[];
-    diagonal(offset?: number, dim1?: number, dim2?: number): T;
-    flip(dims: number | number[]): T;
-    roll(shifts: number | number[], dims?: number | number[]): T;
-    tril(diagonal?: number): T;
-    triu(diagonal?: number): T;
-    repeat(...reps: (number | number[])[]): T;
-    tile(reps: number[]): T;
-    repeatInterleave(repeats: number, dim?: number): T;
-    unfold(dim: number, size: number, step: number): T;
-    to(a: string | { dtype?: DType; device?: string }, dtype?: DType): T;
-    type(dtype: DType): T;
-    cpu(): T;
+    movedim: Method<typeof S.movedim>;
+    expand: Method<typeof S.expand>;
+    expandAs: Method<typeof S.expandAs>;
+    broadcastTo: Method<typeof S.broadcastTo>;
+    narrow: Method<typeof S.narrow>;
+    select: Method<typeof S.select>;
+    slice: Method<typeof S.slice>;
+    squeeze: Method<typeof S.squeeze>;
+    unsqueeze: Method<typeof S.unsqueeze>;
+    flatten: Method<typeof S.flatten>;
+    unflatten: Method<typeof S.unflatten>;
+    ravel: Method<typeof S.ravel>;
+    split: Method<S.SplitMethodSig>;
+    chunk: Method<typeof S.chunk>;
+    unbind: Method<typeof S.unbind>;
+    diagonal: Method<typeof S.diagonal>;
+    flip: Method<typeof S.flip>;
+    roll: Method<typeof S.roll>;
+    tril: Method<typeof S.tril>;
+    triu: Method<typeof S.triu>;
+    repeat: Method<typeof S.repeat>;
+    tile: Method<typeof S.tile>;
+    repeatInterleave: Method<typeof S.repeatInterleave>;
+    unfold: Method<typeof S.unfold>;
+    to: Method<typeof S.to>;
+    type: S.TypeMethodSig;
+    cpu: S.CpuMethodSig;
     float: IM["cast"];
     double: IM["cast"];
     half: IM["cast"];
@@ -164,12 +166,13 @@ declare module "./tensor.js" {
     argsort(dim?: number | { dim?: number; descending?: boolean }, descending?: boolean): T;
     topk(k: number, opts?: { dim?: number; largest?: boolean; sorted?: boolean }): VI;
     // linalg
-    matmul(o: T): T;
-    mm(o: T): T;
-    bmm(o: T): T;
-    mv(o: T): T;
-    dot(o: T): T;
-    outer(o: T): T;
+    matmul: Method<typeof L.matmul>;
+    mm: Method<typeof L.mm>;
+    bmm: Method<typeof L.bmm>;
+    mv: Method<typeof L.mv>;
+    dot: Method<typeof L.dot>;
+    outer: Method<typeof L.outer>;
+    addmm: Method<typeof L.addmm>;
     // in-place
     add_: IM["add_"];
     sub_: IM["sub_"];
@@ -220,32 +223,22 @@ const bind = (name: string, f: (...a: never[]) => unknown) => {
 };
 
 const direct: Record<string, (...a: never[]) => unknown> = {
-  contiguous: S.contiguous, clone: S.clone, detach: S.detach, view: S.view, viewAs: S.viewAs, reshape: S.reshape,
-  reshapeAs: S.reshapeAs, permute: S.permute, transpose: S.transpose, swapaxes: S.transpose, t: S.t, movedim: S.movedim,
-  expand: S.expand, expandAs: S.expandAs, narrow: S.narrow, select: S.select, slice: S.slice, squeeze: S.squeeze,
-  unsqueeze: S.unsqueeze, flatten: S.flatten, unflatten: S.unflatten, ravel: S.ravel, split: S.split, chunk: S.chunk,
-  unbind: S.unbind, diagonal: S.diagonal, flip: S.flip, roll: S.roll, tril: S.tril, triu: S.triu, repeat: S.repeat,
-  tile: S.tile, repeatInterleave: S.repeatInterleave, unfold: S.unfold, to: S.to, type: S.to,
   sum: R.sum, mean: R.mean, prod: R.prod, max: R.max, min: R.min, amax: R.amax, amin: R.amin, argmax: R.argmax,
   argmin: R.argmin, var: R.var_, std: R.std, logsumexp: R.logsumexp, norm: R.norm, any: R.any, all: R.all,
   cumsum: R.cumsum, cumprod: R.cumprod, sort: R.sort, argsort: R.argsort, topk: R.topk,
-  matmul: L.matmul, mm: L.mm, bmm: L.bmm, mv: L.mv, dot: L.dot, outer: L.outer,
   uniform_: RNG.uniform_,
   normal_: RNG.normal_,
   backward: (t: T, g?: T | null, o?: BackwardOptions) => backward(t, g, o),
 };
 for (const [k, f] of Object.entries(direct)) bind(k, f);
 
-P.cpu = function (this: T) {
-  return S.to(this, "cpu");
-};
 Object.defineProperty(Tensor.prototype, "T", {
   get(this: T) {
-    return S.permute(this, this.shape.map((_, i) => this.ndim - 1 - i));
+    return S._permute(this, this.shape.map((_, i) => this.ndim - 1 - i));
   },
 });
 Object.defineProperty(Tensor.prototype, "mT", {
   get(this: T) {
-    return S.transpose(this, -2, -1);
+    return S._transpose(this, -2, -1);
   },
 });

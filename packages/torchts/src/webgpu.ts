@@ -21,7 +21,7 @@ import { forgetDevice } from "./runtime/scheduler.js";
 import { Tensor } from "./tensor.js";
 import { attach } from "./ops/core.js";
 import { _dropScalarConstants as dropScalarConstants } from "./ops/math.js";
-import { toDevice } from "./ops/shape_ops.js";
+import { _toDevice as toDevice } from "./ops/shape_ops.js";
 
 export type { WebGPUOptions, WebGPUStats };
 

@@ -5,7 +5,7 @@ import { isGradEnabled, setGradEnabled } from "./grad_mode.js";
 import { AccumulateGrad, type Edge, type Node } from "./node.js";
 import { add } from "../ops/math.js";
 import { onesLike, zeros } from "../ops/creation.js";
-import { clone, detach } from "../ops/shape_ops.js";
+import { _clone as clone, _detach as detach } from "../ops/shape_ops.js";
 import { Storage } from "../runtime/storage.js";
 import { getEagerMode } from "../runtime/mode.js";
 

@@ -3,7 +3,7 @@ import { Tensor } from "../tensor.js";
 import { isGradEnabled, noGrad } from "./grad_mode.js";
 import { Node } from "./node.js";
 import { edgeOf } from "../ops/core.js";
-import { detach } from "../ops/shape_ops.js";
+import { _detach as detach } from "../ops/shape_ops.js";
 
 export class FunctionCtx {
   _saved: Tensor[] = [];

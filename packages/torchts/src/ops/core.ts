@@ -132,7 +132,7 @@ function permutationOf(coef: number[][], start: number[], shape: Shape, inShape:
 
 /** View of a contiguous copy of t with explicit strides over its logical layout (inverse of stridedScatter). */
 export function asStridedLogical(t: Tensor, shape: Shape, strides: Shape, offset: number): Tensor {
-  const c = S.contiguous(t);
+  const c = S._contiguous(t);
   const flat = reshape(c, [c.numel()]);
   return affineView(flat, "AsStridedBackward0", shape, strides.map((s) => [s]), [offset]);
 }
@@ -162,7 +162,7 @@ export function reshape(x: Tensor, shape: Shape, op = "reshape"): Tensor {
       throw new Error(
         "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.",
       );
-    src = S.contiguous(x);
+    src = S._contiguous(x);
     st = contiguousStrides(shape);
   }
   const out = makeView(src, shape, st, src._offset);
@@ -430,7 +430,7 @@ export function matmulPrim(a: Tensor, b: Tensor): Tensor {
   const eb = expandNoGrad(b, [...batch, K, N]);
   const out = prim("matmul", {}, [ea, eb], [...batch, M_, N], a.dtype, dev(a));
   return attach(out, "BmmBackward0", [a, b], [a, b], ([g], [as, bs]) => [
-    a.requiresGrad ? sumToShape(matmulPrim(g!, S.transpose(bs!, -1, -2)), a.shape) : null,
+    a.requiresGrad ? sumToShape(matmulPrim(g!, S._transpose(bs!, -1, -2)), a.shape) : null,
     b.requiresGrad ? matmulGradB(as!, bs!, g!) : null,
   ]);
 }
@@ -443,8 +443,8 @@ export function matmulPrim(a: Tensor, b: Tensor): Tensor {
  */
 function matmulGradB(a: Tensor, b: Tensor, g: Tensor): Tensor {
   if (a.ndim === 2 && b.ndim === 2 && b._strides[0] === 1 && b._strides[1] === b.shape[0] && b.shape[1]! > 1)
-    return S.transpose(matmulPrim(S.transpose(g, 0, 1), a), 0, 1);
-  return sumToShape(matmulPrim(S.transpose(a, -1, -2), g), b.shape);
+    return S._transpose(matmulPrim(S._transpose(g, 0, 1), a), 0, 1);
+  return sumToShape(matmulPrim(S._transpose(a, -1, -2), g), b.shape);
 }
 
 /**
@@ -487,8 +487,8 @@ export function scatterAdd(self: Tensor, dim: number, index: Tensor, src: Tensor
 export function scan(op: "sum" | "prod", x: Tensor, dim: number): Tensor {
   const out = prim("scan", { op, dim }, [x], x.shape, x.dtype, dev(x));
   return attach(out, op === "sum" ? "CumsumBackward0" : "CumprodBackward0", [x], [x, out], ([g], [xs, ys]) => {
-    if (op === "sum") return [S.flip(scan("sum", S.flip(g!, [dim]), dim), [dim])];
-    const r = S.flip(scan("sum", S.flip(M.mul(g!, ys!), [dim]), dim), [dim]);
+    if (op === "sum") return [S._flip(scan("sum", S._flip(g!, [dim]), dim), [dim])];
+    const r = S._flip(scan("sum", S._flip(M.mul(g!, ys!), [dim]), dim), [dim]);
     return [M.div(r, xs!)];
   });
 }
@@ -518,7 +518,7 @@ export function catPrim(ts: Tensor[], dim: number): Tensor {
   return attach(out, "CatBackward0", ts, [], ([g]) => {
     let s = 0;
     return sizes.map((n, i) => {
-      const r = ts[i]!.requiresGrad ? S.narrow(g!, dim, s, n) : null;
+      const r = ts[i]!.requiresGrad ? S._narrow(g!, dim, s, n) : null;
       s += n;
       return r;
     });
@@ -531,7 +531,7 @@ export function padPrim(x: Tensor, pads: number[], value: number): Tensor {
   const out = prim("pad", { pads }, [x], shape, x.dtype, dev(x), [value]);
   return attach(out, "ConstantPadNdBackward0", [x], [], ([g]) => {
     let r = g!;
-    x.shape.forEach((d, i) => (r = S.narrow(r, i, pads[2 * i]!, d)));
+    x.shape.forEach((d, i) => (r = S._narrow(r, i, pads[2 * i]!, d)));
     return [r];
   });
 }

@@ -5,7 +5,7 @@ import { isGradEnabled } from "../autograd/grad_mode.js";
 import { adoptInto, prepareInplace } from "../runtime/dispatch.js";
 import { Tensor, type TensorLike } from "../tensor.js";
 import { cast, expand, reshape, stridedScatter, asStridedLogical, scalarTensor } from "./core.js";
-import { contiguous, detach, toDevice } from "./shape_ops.js";
+import { _contiguous as contiguous, _detach as detach, _toDevice as toDevice } from "./shape_ops.js";
 import * as M from "./math.js";
 
 function checkLeaf(t: Tensor, name: string): void {

@@ -143,7 +143,7 @@ check("split and chunk", (x) => [...x.split([2, 1], 0), ...x.chunk(2, 1)], () =>
 check("contiguous of permuted", (x) => x.permute(1, 0, 2).contiguous().view(3, -1), () => [rnd([2, 3, 2])]);
 check("cat", (a, b, c) => torch.cat([a, b, c], 1), () => [rnd([2, 1]), rnd([2, 3]), rnd([2, 2])]);
 check("stack", (a, b) => torch.stack([a, b], -1), () => [rnd([2, 3]), rnd([2, 3])]);
-check("constantPad", (x) => torch.constantPad(x, [1, 2], 0.5), () => [rnd([2, 3])]);
+check("constantPad", (x) => torch.constantPadNd(x, [1, 2], 0.5), () => [rnd([2, 3])]);
 
 // ---- nn.functional ----
 check("F.softmax", (x) => F.softmax(x, -1), () => [rnd([3, 4], -3, 3)]);
