@@ -274,8 +274,6 @@ function sliceI(x: T, dim: number, start: number | null, end: number | null, ste
   const coef = id.map((r, i) => (i === d ? r.map((v) => v * step) : r));
   return affineView(x, "SliceBackward0", x.shape.map((v, i) => (i === d ? len : v)), coef, unit(x.ndim, d, s));
 }
-export const _slice = (x: T, dim: number, start: number | null = null, end: number | null = null, step = 1): T =>
-  sliceI(x, dim, start, end, step);
 
 function narrowI(x: T, dim: number, start: number, length: number): T {
   if (x.ndim === 0) throw new Error("narrow() cannot be applied to a 0-dim tensor.");
@@ -304,7 +302,6 @@ function selectI(x: T, dim: number, index: number): T {
   const keep = x.shape.map((_, k) => k).filter((k) => k !== d);
   return affineView(x, "SelectBackward0", keep.map((k) => x.shape[k]!), keep.map((k) => id[k]!), unit(x.ndim, d, i));
 }
-export const _select = selectI;
 
 export const slice = op<
   Sig<[input: T, dim?: number, start?: number | null, end?: number | null, step?: number], { dim?: number; start?: number | null; end?: number | null; step?: number }, T>
@@ -348,7 +345,6 @@ function flattenI(x: T, startDim: number, endDim: number): T {
   const shape = [...x.shape.slice(0, s), x.shape.slice(s, e + 1).reduce((a, b) => a * b, 1), ...x.shape.slice(e + 1)];
   return reshapeCore(x, shape);
 }
-export const _flatten = (x: T, startDim = 0, endDim = -1): T => flattenI(x, startDim, endDim);
 
 function unflattenI(x: T, dim: number, sizes: readonly number[]): T {
   if (x.ndim === 0) throw new RangeError("Dimension specified as 0 but tensor has no dimensions");
@@ -530,8 +526,6 @@ function triMask(x: T, diagonal: number, upper: boolean): T {
 }
 const trilI = (x: T, diagonal: number): T => M.where(triMask(x, diagonal, false), x, M._zerosLike(x).detach());
 const triuI = (x: T, diagonal: number): T => M.where(triMask(x, diagonal, true), x, M._zerosLike(x).detach());
-export const _tril = (x: T, diagonal = 0): T => trilI(x, diagonal);
-export const _triu = (x: T, diagonal = 0): T => triuI(x, diagonal);
 
 export const diagonal = op<Sig<[input: T, offset?: number, dim1?: number, dim2?: number], { offset?: number; dim1?: number; dim2?: number }, T>>(
   "diagonal(Tensor input, int offset=0, int dim1=0, int dim2=1) -> Tensor",
@@ -583,7 +577,6 @@ function stackI(name: string, ts: readonly T[], dim: number): T {
       throw new Error(`${name} expects each tensor to be equal size, but got ${shapeStr(ts[0]!.shape)} at entry 0 and ${shapeStr(t.shape)} at entry ${ts.indexOf(t)}`);
   return catI(name, ts.map((t) => unsqueezeI(t, d)), d);
 }
-export const _stack = (ts: readonly T[], dim = 0): T => stackI("stack", ts, dim);
 
 const atleast1d = (t: T): T => (t.ndim === 0 ? reshapeCore(t, [1]) : t);
 const atleast2d = (t: T): T => (t.ndim === 0 ? reshapeCore(t, [1, 1]) : t.ndim === 1 ? unsqueezeI(t, 0) : t);
@@ -719,8 +712,6 @@ export const repeatInterleave = op<Sig<[input: T, repeats?: number | T, dim?: nu
   ],
   [repeatInterleaveIntI, repeatInterleaveTensorI, repeatsOnlyI],
 );
-/** x.repeatInterleave(repeats, dim) without argument binding (an int count). */
-export const _repeatInterleave = (x: T, repeats: number, dim: number | null = null): T => repeatInterleaveIntI(x, repeats, dim, null);
 export const unfold = op<Sig<[input: T, dimension?: number, size?: number, step?: number], { dimension?: number; size?: number; step?: number }, T>>(
   "unfold(Tensor input, int dimension, int size, int step) -> Tensor",
   unfoldI,
@@ -812,8 +803,6 @@ export const to = op<Sig<[input: T, a?: DType | string | T | null, b?: DType | b
     (x: T, o: T, _nb: boolean, copy: boolean, fmt: MemoryFormat | null) => toI(x, o.device, o.dtype, copy, fmt),
   ],
 );
-/** x.to(dtype) without argument binding (internal callers: autocast, module.to). */
-export const _to = (x: T, dtype: DType): T => cast(x, dtype);
 
 const TYPE_NAMES: Record<DType, string> = {
   float32: "FloatTensor", float64: "DoubleTensor", float16: "HalfTensor", bfloat16: "BFloat16Tensor", int64: "LongTensor",
