@@ -155,10 +155,13 @@ function batchNormImpl(
   return affine(y, perChannel(weight, x), perChannel(bias, x));
 }
 
-/** F.batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05). */
+/**
+ * F.batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05).
+ * The running stats are required (they may be null), as PyTorch; the TypeScript type is looser.
+ */
 export const batchNorm = op<
   Sig<
-    [input: Tensor, runningMean: Tensor | null, runningVar: Tensor | null, weight?: Tensor | null, bias?: Tensor | null, training?: boolean, momentum?: number, eps?: number],
+    [input: Tensor, runningMean?: Tensor | null, runningVar?: Tensor | null, weight?: Tensor | null, bias?: Tensor | null, training?: boolean, momentum?: number, eps?: number],
     BatchNormOpts,
     Tensor
   >

@@ -81,35 +81,33 @@ function asBatched(x: Tensor, nd: number): [Tensor, (y: Tensor) => Tensor] {
 function maxPoolNd(
   nd: number, x0: Tensor, kernelSize: number[], stride: number[] | null, padding: number[], dilation: number[], ceilMode: boolean, returnIndices: boolean,
 ): Tensor | [Tensor, Tensor] {
-  {
-    const [x, unb] = asBatched(x0, nd);
-    const g = geometry(x, nd, kernelSize, stride, padding, dilation, ceilMode);
-    const win = windows(x, g.k, g.s, g.d, g.pads, -Infinity); // [N, C, *o, *k]
-    const lead = win.shape.slice(0, 2 + nd);
-    const flat = S.reshape(win, [...lead, -1]);
-    // gradient to the first maximum of each window only, as PyTorch
-    const idx = R.argmax(flat, -1, true);
-    const val = unb(S.squeeze(gather(flat, flat.ndim - 1, idx), -1));
-    if (!returnIndices) return val;
-    // flat input index of the chosen element: sum_i (o_i*s_i - p_i + kk_i*d_i) * stride_i
-    let rem = S.squeeze(idx, -1);
-    const coords: Tensor[] = new Array<Tensor>(nd);
-    for (let i = nd - 1; i >= 0; i--) {
-      coords[i] = M.remainder(rem, g.k[i]!);
-      rem = M.floorDivide(rem, g.k[i]!);
-    }
-    const sp = x.shape.slice(2);
-    let pos: Tensor | null = null;
-    let mul = 1;
-    for (let i = nd - 1; i >= 0; i--) {
-      const oshape = g.out.map((o, j) => (j === i ? o : 1));
-      const base = S.reshape(M.sub(M.mul(arange(g.out[i]!, { device: x.device }), g.s[i]!), g.p[i]!), oshape);
-      const c = M.add(base, M.mul(coords[i]!, g.d[i]!));
-      pos = pos ? M.add(pos, M.mul(c, mul)) : M.mul(c, mul);
-      mul *= sp[i]!;
-    }
-    return [val, unb(pos!)];
+  const [x, unb] = asBatched(x0, nd);
+  const g = geometry(x, nd, kernelSize, stride, padding, dilation, ceilMode);
+  const win = windows(x, g.k, g.s, g.d, g.pads, -Infinity); // [N, C, *o, *k]
+  const lead = win.shape.slice(0, 2 + nd);
+  const flat = S.reshape(win, [...lead, -1]);
+  // gradient to the first maximum of each window only, as PyTorch
+  const idx = R.argmax(flat, -1, true);
+  const val = unb(S.squeeze(gather(flat, flat.ndim - 1, idx), -1));
+  if (!returnIndices) return val;
+  // flat input index of the chosen element: sum_i (o_i*s_i - p_i + kk_i*d_i) * stride_i
+  let rem = S.squeeze(idx, -1);
+  const coords: Tensor[] = new Array<Tensor>(nd);
+  for (let i = nd - 1; i >= 0; i--) {
+    coords[i] = M.remainder(rem, g.k[i]!);
+    rem = M.floorDivide(rem, g.k[i]!);
   }
+  const sp = x.shape.slice(2);
+  let pos: Tensor | null = null;
+  let mul = 1;
+  for (let i = nd - 1; i >= 0; i--) {
+    const oshape = g.out.map((o, j) => (j === i ? o : 1));
+    const base = S.reshape(M.sub(M.mul(arange(g.out[i]!, { device: x.device }), g.s[i]!), g.p[i]!), oshape);
+    const c = M.add(base, M.mul(coords[i]!, g.d[i]!));
+    pos = pos ? M.add(pos, M.mul(c, mul)) : M.mul(c, mul);
+    mul *= sp[i]!;
+  }
+  return [val, unb(pos!)];
 }
 
 type MaxPoolSig<R> = Sig<
@@ -152,29 +150,27 @@ function avgPoolNd(
   nd: number, x0: Tensor, kernelSize: number[], stride: number[] | null, padding: number[], ceilMode: boolean, countIncludePad: boolean,
   divisorOverride: number | null,
 ): Tensor {
-  {
-    if (divisorOverride === 0) throw new Error("divisor must be not zero");
-    const [x, unb] = asBatched(x0, nd);
-    const g = geometry(x, nd, kernelSize, stride, padding, [1], ceilMode);
-    const win = windows(x, g.k, g.s, g.d, g.pads, 0);
-    const axes = g.k.map((_, i) => 2 + nd + i);
-    const sum = R.sum(win, axes);
-    if (divisorOverride !== null) return unb(M.div(sum, divisorOverride));
-    const include = countIncludePad;
-    const per = g.out.map((o, i) => divisorAlong(x.shape[2 + i]!, o, g.k[i]!, g.s[i]!, g.p[i]!, include));
-    const n = per.reduce((a, b) => a * b.length, 1);
-    const div = new Array<number>(n);
-    for (let f = 0; f < n; f++) {
-      let rem = f;
-      let v = 1;
-      for (let i = nd - 1; i >= 0; i--) {
-        v *= per[i]![rem % per[i]!.length]!;
-        rem = Math.floor(rem / per[i]!.length);
-      }
-      div[f] = v;
+  if (divisorOverride === 0) throw new Error("divisor must be not zero");
+  const [x, unb] = asBatched(x0, nd);
+  const g = geometry(x, nd, kernelSize, stride, padding, [1], ceilMode);
+  const win = windows(x, g.k, g.s, g.d, g.pads, 0);
+  const axes = g.k.map((_, i) => 2 + nd + i);
+  const sum = R.sum(win, axes);
+  if (divisorOverride !== null) return unb(M.div(sum, divisorOverride));
+  const include = countIncludePad;
+  const per = g.out.map((o, i) => divisorAlong(x.shape[2 + i]!, o, g.k[i]!, g.s[i]!, g.p[i]!, include));
+  const n = per.reduce((a, b) => a * b.length, 1);
+  const div = new Array<number>(n);
+  for (let f = 0; f < n; f++) {
+    let rem = f;
+    let v = 1;
+    for (let i = nd - 1; i >= 0; i--) {
+      v *= per[i]![rem % per[i]!.length]!;
+      rem = Math.floor(rem / per[i]!.length);
     }
-    return unb(M.div(sum, constTensor(div, g.out, x.dtype, x.device)));
+    div[f] = v;
   }
+  return unb(M.div(sum, constTensor(div, g.out, x.dtype, x.device)));
 }
 
 type AvgPool1dSig = Sig<
