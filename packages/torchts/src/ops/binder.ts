@@ -244,15 +244,120 @@ function closest(name: string, s: Schema): string | null {
 
 const err = { msg: null as string | null };
 
+// ---- the fast path: positional calls whose every value is of its parameter's plain kind ----
+
+const FAIL = Symbol("fail");
+type Fast = (v: unknown) => unknown;
+
+function fastChecker(p: Param): Fast {
+  const dflt = p.default;
+  const hasDefault = p.hasDefault;
+  const optional = p.optional;
+  // undefined -> the default, null -> null if optional; anything else unusual goes the slow way
+  const none = (v: unknown): unknown =>
+    v === undefined ? (optional ? (hasDefault ? dflt : null) : hasDefault ? dflt : FAIL) : optional ? null : FAIL;
+  switch (p.kind) {
+    case "Tensor":
+      return (v) => (v instanceof Tensor ? (v.isDisposed ? FAIL : v) : v == null ? none(v) : FAIL);
+    case "TensorLike":
+      return (v) =>
+        v instanceof Tensor ? (v.isDisposed ? FAIL : v) : typeof v === "number" || typeof v === "boolean" ? v : v == null ? none(v) : FAIL;
+    case "int":
+      return (v) => (typeof v === "number" && Number.isInteger(v) ? v : v == null ? none(v) : FAIL);
+    case "float":
+      return (v) => (typeof v === "number" ? v : v == null ? none(v) : FAIL);
+    case "bool":
+      return (v) => (typeof v === "boolean" ? v : v == null ? none(v) : FAIL);
+    case "Scalar":
+      return (v) => (typeof v === "number" || typeof v === "boolean" ? v : v == null ? none(v) : FAIL);
+    case "ScalarType":
+      return (v) => (typeof v === "string" && DTYPE_SET.has(v) ? v : v == null ? none(v) : FAIL);
+    case "int[]": {
+      const size = p.size;
+      return (v) => {
+        if (typeof v === "number") return Number.isInteger(v) ? (size > 1 ? new Array(size).fill(v) : [v]) : FAIL;
+        if (Array.isArray(v)) {
+          if (size > 1 && v.length !== size) return FAIL;
+          for (let i = 0; i < v.length; i++) {
+            const e = v[i];
+            if (typeof e !== "number" || !Number.isInteger(e)) return FAIL;
+          }
+          return v;
+        }
+        return v == null ? none(v) : FAIL;
+      };
+    }
+    case "Tensor[]":
+      return (v) => {
+        if (!Array.isArray(v)) return v == null ? none(v) : FAIL;
+        for (let i = 0; i < v.length; i++) {
+          const e = v[i];
+          if (!(e instanceof Tensor) || e.isDisposed) return FAIL;
+        }
+        return v;
+      };
+    case "Any":
+      return (v) => (v == null ? none(v) : v);
+    default:
+      return () => FAIL; // the slow path checks the rest (messages, choices, devices)
+  }
+}
+
+interface Compiled {
+  fast: Fast[];
+  /** defaults in parameter order (FAIL for required ones) */
+  template: unknown[];
+}
+const compiled = new WeakMap<Schema, Compiled>();
+function compile(s: Schema): Compiled {
+  let c = compiled.get(s);
+  if (c) return c;
+  for (const p of s.params) if (Array.isArray(p.default)) Object.freeze(p.default); // shared by every call
+  c = {
+    fast: s.params.map(fastChecker),
+    template: s.params.map((p) => (p.hasDefault ? p.default : p.optional && p.kwOnly ? null : FAIL)),
+  };
+  compiled.set(s, c);
+  return c;
+}
+
 /**
- * Bind `args[start..]` to the schema. `self` (for a method call) fills parameter 0. Returns the
- * values in parameter order, or the error message.
+ * Bind `args` to the schema. `self` (for a method call) fills parameter 0. Returns the values in
+ * parameter order, or the error message.
  */
 export function bindArgs(s: Schema, args: ArrayLike<unknown>, self?: Tensor): unknown[] | string {
+  const n = args.length;
+  const off = self === undefined ? 0 : 1;
+  const last = n > 0 ? args[n - 1] : undefined;
+  // positional calls of plain values (almost every internal call) bind without building messages
+  if (n + off <= s.nPositional && s.varargsIndex < 0 && (typeof last !== "object" || last === null || last instanceof Tensor || Array.isArray(last))) {
+    const c = s.params.length === 0 ? null : compile(s);
+    const out = c ? c.template.slice() : [];
+    if (off) out[0] = self;
+    let ok = true;
+    for (let i = 0; i < n; i++) {
+      const v = c!.fast[i + off]!(args[i]);
+      if (v === FAIL) {
+        ok = false;
+        break;
+      }
+      out[i + off] = v;
+    }
+    if (ok) {
+      for (let i = n + off; i < out.length; i++) if (out[i] === FAIL) ok = false;
+      if (ok) return out;
+    }
+  }
+  return bindSlow(s, args, self);
+}
+
+function bindSlow(s: Schema, args: ArrayLike<unknown>, self?: Tensor): unknown[] | string {
   const method = self !== undefined;
   const params = s.params;
-  const out = new Array<unknown>(params.length);
-  const set = new Array<boolean>(params.length).fill(false);
+  const c = compile(s);
+  // out starts as the defaults; `given` marks what the call set (a bit per parameter)
+  const out = c.template.slice();
+  let given = 0n;
   let n = args.length;
   let kw: Record<string, unknown> | null = null;
   if (n > 0 && isPlainObject(args[n - 1])) {
@@ -262,7 +367,7 @@ export function bindArgs(s: Schema, args: ArrayLike<unknown>, self?: Tensor): un
   let pi = 0;
   if (method) {
     out[0] = self;
-    set[0] = true;
+    given |= 1n;
     pi = 1;
   }
   // varargs int list: x.view(2, 3) / torch.zeros(2, 3)
@@ -284,9 +389,13 @@ export function bindArgs(s: Schema, args: ArrayLike<unknown>, self?: Tensor): un
   for (let i = 0; i < n; i++, pi++) {
     const p = params[pi]!;
     const v = positional[i];
-    out[pi] = checkValue(s, p, v, i + (method ? 1 : 0), method, err);
-    if (err.msg !== null) return err.msg;
-    set[pi] = true;
+    let r = c.fast[pi]!(v);
+    if (r === FAIL) {
+      r = checkValue(s, p, v, i + (method ? 1 : 0), method, err);
+      if (err.msg !== null) return err.msg;
+    }
+    out[pi] = r;
+    given |= 1n << BigInt(pi);
   }
   if (kw !== null) {
     for (const key in kw) {
@@ -296,24 +405,20 @@ export function bindArgs(s: Schema, args: ArrayLike<unknown>, self?: Tensor): un
         const hint = closest(key, s);
         return `${s.name}() got an unexpected keyword argument '${key}'${hint ? ` (did you mean '${hint}'?)` : ""}`;
       }
-      if (set[p.index]) {
-        if (v === undefined) continue;
-        return `${s.name}() got multiple values for argument '${key}'`;
-      }
       if (v === undefined) continue;
-      out[p.index] = checkValue(s, p, v, -1, method, err);
-      if (err.msg !== null) return err.msg;
-      set[p.index] = true;
+      const bit = 1n << BigInt(p.index);
+      if (given & bit) return `${s.name}() got multiple values for argument '${key}'`;
+      let r = c.fast[p.index]!(v);
+      if (r === FAIL) {
+        r = checkValue(s, p, v, -1, method, err);
+        if (err.msg !== null) return err.msg;
+      }
+      out[p.index] = r;
+      given |= bit;
     }
   }
   let missing: string[] | null = null;
-  for (let i = 0; i < params.length; i++) {
-    if (set[i]) continue;
-    const p = params[i]!;
-    if (p.hasDefault) out[i] = p.default;
-    else if (p.optional && p.kwOnly) out[i] = null;
-    else (missing ??= []).push(p.name);
-  }
+  for (let i = 0; i < params.length; i++) if (out[i] === FAIL) (missing ??= []).push(params[i]!.name);
   if (missing !== null)
     return `${s.name}() missing ${missing.length} required positional argument${missing.length === 1 ? "" : "s"}: ${missing.map((m) => `"${m}"`).join(", ")}`;
   return out;
