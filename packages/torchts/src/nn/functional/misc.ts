@@ -15,7 +15,7 @@ import { arange, full } from "../../ops/creation.js";
 import { rand } from "../../ops/random.js";
 import { matmul } from "../../ops/linalg.js";
 import { adaptiveAvgNd } from "./pooling.js";
-import { constTensor, hostValues, maybeInplace, requireIndex } from "./util.js";
+import { constTensor, hostArray, hostValues, maybeInplace, requireIndex } from "./util.js";
 
 export { linear } from "../../ops/linalg.js";
 
@@ -181,8 +181,8 @@ export interface InterpolateOpts {
 }
 
 /** [out, in] linear-interpolation matrix (align_corners semantics as PyTorch's upsample_linear). */
-function linearMatrix(n: number, o: number, align: boolean, scale: number | null): number[] {
-  const a = new Array<number>(o * n).fill(0);
+function linearMatrix(n: number, o: number, align: boolean, scale: number | null): Float64Array {
+  const a = hostArray(o * n, "the [out, in] interpolation matrix");
   for (let i = 0; i < o; i++) {
     let src: number;
     if (align) src = o > 1 ? (i * (n - 1)) / (o - 1) : 0;
@@ -259,7 +259,8 @@ function interpolateImpl(
     const sc = scales?.[i] ?? null;
     if (mode === "nearest" || mode === "nearest-exact") {
       const r = sc !== null ? 1 / sc : n / oi;
-      const idx = Array.from({ length: oi }, (_, j) => Math.min(mode === "nearest" ? Math.floor(j * r) : Math.floor((j + 0.5) * r), n - 1));
+      const idx = hostArray(oi, "the nearest-neighbour index");
+      for (let j = 0; j < oi; j++) idx[j] = Math.min(mode === "nearest" ? Math.floor(j * r) : Math.floor((j + 0.5) * r), n - 1);
       const shape = y.shape.map((_, k) => (k === d ? oi : 1));
       const it = S.expand(constTensor(idx, shape, "int64", x.device), y.shape.map((v, k) => (k === d ? oi : v)));
       y = gather(y, d, S.contiguous(it));

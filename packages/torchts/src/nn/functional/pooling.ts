@@ -9,7 +9,7 @@ import * as S from "../../ops/shape_ops.js";
 import * as R from "../../ops/reduce.js";
 import { arange } from "../../ops/creation.js";
 import { matmul } from "../../ops/linalg.js";
-import { constTensor, ntuple, windows, type IntOrTuple } from "./util.js";
+import { constTensor, hostArray, ntuple, windows, type IntOrTuple } from "./util.js";
 
 export interface MaxPoolOpts {
   kernelSize?: IntOrTuple;
@@ -198,8 +198,8 @@ export const avgPool2d = op<AvgPoolSig>(avgPoolSchema(2), avgPoolImpl(2));
 export const avgPool3d = op<AvgPoolSig>(avgPoolSchema(3), avgPoolImpl(3));
 
 /** [out, in] matrix averaging window i = [floor(i*in/out), ceil((i+1)*in/out)). */
-function adaptiveMatrix(n: number, o: number): number[] {
-  const a = new Array<number>(o * n).fill(0);
+function adaptiveMatrix(n: number, o: number): Float64Array {
+  const a = hostArray(o * n, "the [out, in] averaging matrix");
   for (let i = 0; i < o; i++) {
     const s = Math.floor((i * n) / o);
     const e = Math.ceil(((i + 1) * n) / o);

@@ -10,6 +10,7 @@ import type { Tensor } from "../../tensor.js";
 import { fromHostData } from "../../ops/core.js";
 import { isGradEnabled } from "../../autograd/grad_mode.js";
 import { inplaceSet } from "../../ops/inplace.js";
+import { OutOfMemoryError } from "../../runtime/errors.js";
 import * as M from "../../ops/math.js";
 import * as R from "../../ops/reduce.js";
 import * as S from "../../ops/shape_ops.js";
@@ -102,6 +103,15 @@ export function writeOut(out: Tensor, y: Tensor, name: string): Tensor {
   if (!sameShape(out.shape, y.shape))
     throw new RangeError(`out= must have the result's shape ${shapeStr(y.shape)}, but got ${shapeStr(out.shape)}`);
   return inplaceSet(out, y, name);
+}
+
+/** Most elements of a host-built constant (interpolation / averaging weights): 2^27 float64s, 1 GiB. */
+const MAX_HOST_CONST = 2 ** 27;
+/** A zeroed host array of n float64s for a constant tensor, refused (before allocating) past MAX_HOST_CONST. */
+export function hostArray(n: number, what: string): Float64Array {
+  if (!(n <= MAX_HOST_CONST))
+    throw new OutOfMemoryError(`OutOfMemoryError: tried to allocate ${n * 8} bytes (${what} is built on the host: at most ${MAX_HOST_CONST} elements)`);
+  return new Float64Array(n);
 }
 
 export function constTensor(data: ArrayLike<number>, shape: number[], dtype: DType, device: string): Tensor {
