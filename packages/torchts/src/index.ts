@@ -9,7 +9,7 @@ _register("cpu", cpuDevice);
 export { Tensor, scope, keep } from "./tensor.js";
 export type { Scalar, TensorLike, NestedArray } from "./tensor.js";
 export type { DType } from "./ir/dtype.js";
-export { promoteTypes, getDefaultDtype, setDefaultDtype } from "./ir/dtype.js";
+export { promoteTypes, getDefaultDtype, setDefaultDtype, numel, isTensor, device } from "./ops/utility.js";
 export { registerDevice, getDevice } from "./device/plugin.js";
 export type { DevicePlugin, DeviceBuffer, Executable, KernelArg } from "./device/plugin.js";
 export type { CompositeName } from "./ir/prims.js";
@@ -46,13 +46,6 @@ export { gradcheck };
 /** torch.sync(): run all pending (fused-mode) work. */
 export function sync(): void {
   flushAll();
-}
-export function isTensor(x: unknown): boolean {
-  return x instanceof (Tensor as unknown as new () => object);
-}
-import { Tensor } from "./tensor.js";
-export function device(name: string): string {
-  return name;
 }
 export const float32 = "float32" as const;
 export const float = "float32" as const;

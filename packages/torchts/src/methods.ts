@@ -141,30 +141,29 @@ declare module "./tensor.js" {
     bool: IM["cast"];
     byte: IM["cast"];
     // reductions
-    sum(dim?: number | number[] | null | R.ReduceOpts, keepdim?: boolean): T;
-    mean(dim?: number | number[] | null | R.ReduceOpts, keepdim?: boolean): T;
-    prod(dim?: number | R.ReduceOpts, keepdim?: boolean): T;
-    max(): T;
-    max(dim: number | { dim: number; keepdim?: boolean }, keepdim?: boolean): VI;
-    max(other: T): T;
-    min(): T;
-    min(dim: number | { dim: number; keepdim?: boolean }, keepdim?: boolean): VI;
-    min(other: T): T;
-    amax(dim?: number | number[] | null, keepdim?: boolean): T;
-    amin(dim?: number | number[] | null, keepdim?: boolean): T;
-    argmax(dim?: number | null | { dim?: number; keepdim?: boolean }, keepdim?: boolean): T;
-    argmin(dim?: number | null | { dim?: number; keepdim?: boolean }, keepdim?: boolean): T;
-    var(dim?: number | number[] | null | R.VarOpts, opts?: boolean | R.VarOpts, keepdim?: boolean): T;
-    std(dim?: number | number[] | null | R.VarOpts, opts?: boolean | R.VarOpts, keepdim?: boolean): T;
-    logsumexp(dim: number | number[], keepdim?: boolean): T;
-    norm(p?: number | "fro" | "inf" | null, dim?: number | number[] | null, keepdim?: boolean): T;
-    any(dim?: number, keepdim?: boolean): T;
-    all(dim?: number, keepdim?: boolean): T;
-    cumsum(dim: number, opts?: { dtype?: DType }): T;
-    cumprod(dim: number, opts?: { dtype?: DType }): T;
-    sort(dim?: number | { dim?: number; descending?: boolean }, descending?: boolean): VI;
-    argsort(dim?: number | { dim?: number; descending?: boolean }, descending?: boolean): T;
-    topk(k: number, opts?: { dim?: number; largest?: boolean; sorted?: boolean }): VI;
+    sum: Method<typeof R.sum>;
+    mean: Method<typeof R.mean>;
+    prod: Method<typeof R.prod>;
+    max: R.MaxMinMethod;
+    min: R.MaxMinMethod;
+    amax: Method<typeof R.amax>;
+    amin: Method<typeof R.amin>;
+    argmax: Method<typeof R.argmax>;
+    argmin: Method<typeof R.argmin>;
+    var: Method<typeof R.var_>;
+    std: Method<typeof R.std>;
+    logsumexp: Method<typeof R.logsumexp>;
+    norm: Method<typeof R.norm>;
+    any: Method<typeof R.any>;
+    all: Method<typeof R.all>;
+    countNonzero: Method<typeof R.countNonzero>;
+    cumsum: Method<typeof R.cumsum>;
+    cumprod: Method<typeof R.cumprod>;
+    sort: Method<typeof R.sort>;
+    argsort: Method<typeof R.argsort>;
+    topk: Method<typeof R.topk>;
+    kthvalue: Method<typeof R.kthvalue>;
+    median: R.MedianMethod;
     // linalg
     matmul: Method<typeof L.matmul>;
     mm: Method<typeof L.mm>;
@@ -193,8 +192,8 @@ declare module "./tensor.js" {
     copy_: IM["copy_"];
     zero_: IM["unary"];
     fill_: IM["fill_"];
-    uniform_(from?: number, to?: number, gen?: RNG.Generator): T;
-    normal_(mean?: number, std?: number, gen?: RNG.Generator): T;
+    uniform_: RNG.UniformMethod;
+    normal_: RNG.NormalMethod;
     requiresGrad_(v?: boolean): T;
     // autograd
     backward(
@@ -223,11 +222,6 @@ const bind = (name: string, f: (...a: never[]) => unknown) => {
 };
 
 const direct: Record<string, (...a: never[]) => unknown> = {
-  sum: R.sum, mean: R.mean, prod: R.prod, max: R.max, min: R.min, amax: R.amax, amin: R.amin, argmax: R.argmax,
-  argmin: R.argmin, var: R.var_, std: R.std, logsumexp: R.logsumexp, norm: R.norm, any: R.any, all: R.all,
-  cumsum: R.cumsum, cumprod: R.cumprod, sort: R.sort, argsort: R.argsort, topk: R.topk,
-  uniform_: RNG.uniform_,
-  normal_: RNG.normal_,
   backward: (t: T, g?: T | null, o?: BackwardOptions) => backward(t, g, o),
 };
 for (const [k, f] of Object.entries(direct)) bind(k, f);

@@ -49,10 +49,10 @@ interface GenOpt {
 }
 
 export function uniform_(t: Tensor, a = 0, b = 1, o: GenOpt = {}): Tensor {
-  return noGrad(() => t.uniform_(a, b, o.generator));
+  return noGrad(() => t.uniform_(a, b, { generator: o.generator }));
 }
 export function normal_(t: Tensor, mean = 0, std = 1, o: GenOpt = {}): Tensor {
-  return noGrad(() => t.normal_(mean, std, o.generator));
+  return noGrad(() => t.normal_(mean, std, { generator: o.generator }));
 }
 export function constant_(t: Tensor, val: number): Tensor {
   return noGrad(() => t.fill_(val));
@@ -129,7 +129,7 @@ export function truncNormal_(t: Tensor, mean = 0, std = 1, a = -2, b = 2, o: Gen
   const l = normCdf((a - mean) / std);
   const u = normCdf((b - mean) / std);
   return noGrad(() => {
-    t.uniform_(2 * l - 1, 2 * u - 1, o.generator);
+    t.uniform_(2 * l - 1, 2 * u - 1, { generator: o.generator });
     const h = t._contiguousHost();
     const out = Array.from(h, (v) => Math.min(b, Math.max(a, erfinv(v) * std * Math.SQRT2 + mean)));
     return t.copy_(fromHostData(out, t.shape, t.dtype, t.device));

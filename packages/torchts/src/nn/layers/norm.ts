@@ -40,8 +40,8 @@ abstract class BatchNormBase extends Module {
       this.registerParameter("bias", null);
     }
     if (this.trackRunningStats) {
-      this.registerBuffer("running_mean", zeros([numFeatures], o));
-      this.registerBuffer("running_var", ones([numFeatures], o));
+      this.registerBuffer("running_mean", zeros([numFeatures], { dtype: o.dtype, device: o.device }));
+      this.registerBuffer("running_var", ones([numFeatures], { dtype: o.dtype, device: o.device }));
       this.registerBuffer("num_batches_tracked", tensor(0, { dtype: "int64", device: o.device }));
     } else {
       this.registerBuffer("running_mean", null);
