@@ -192,6 +192,8 @@ declare module "./tensor.js" {
     copy_: IM["copy_"];
     zero_: IM["unary"];
     fill_: IM["fill_"];
+    bernoulli: Method<typeof RNG.bernoulli>;
+    multinomial: Method<typeof RNG.multinomial>;
     uniform_: RNG.UniformMethod;
     normal_: RNG.NormalMethod;
     requiresGrad_(v?: boolean): T;

@@ -13,7 +13,7 @@ import * as M from "./math.js";
 import * as S from "./shape_ops.js";
 import * as R from "./reduce.js";
 import { inplaceSet } from "./inplace.js";
-import { method, op, type Sig } from "./registry.js";
+import { installMethods, method, op, type Sig } from "./registry.js";
 import { pyTypeName, registerKindCheck } from "./binder.js";
 import type { TensorOptions } from "./creation.js";
 
@@ -348,6 +348,9 @@ export const multinomial = op<
     return probs.ndim === 1 ? S.squeeze(out, 0) : out;
   },
 );
+
+// Tensor methods x.bernoulli(p?) and x.multinomial(numSamples, replacement): `this` binds as the input
+installMethods({ bernoulli, multinomial });
 
 /** x.uniform_(from=0, to=1, *, generator) */
 export type UniformMethod = Sig<[from?: number, to?: number], { from?: number; to?: number; generator?: Generator | null }, Tensor>;

@@ -27,6 +27,12 @@ test("multinomial refuses negative, NaN and infinite probabilities (it accepted 
   assert.throws(() => torch.multinomial(torch.tensor([1, 2]), 1), /multinomial only supports floating-point dtypes for input, got: Long/);
   // positional order: input, numSamples, replacement; generator keyword-only
   assert.deepEqual(torch.multinomial(torch.tensor([0.2, 0.8]), 5, true, { generator: new torch.Generator(1) }).shape, [5]);
+  // the Tensor methods x.multinomial(...) / x.bernoulli(...) (PyTorch has both)
+  assert.deepEqual(
+    vals(torch.tensor([0.2, 0.8]).multinomial(5, true, { generator: new torch.Generator(1) })),
+    vals(torch.multinomial(torch.tensor([0.2, 0.8]), 5, true, { generator: new torch.Generator(1) })),
+  );
+  assert.deepEqual(vals(torch.zeros(3).bernoulli(1)), [1, 1, 1]);
   assert.throws(() => T.multinomial!(torch.tensor([0.5, 0.5]), 1, true, new torch.Generator(1)), {
     name: "TypeError",
     message: "multinomial() takes from 2 to 3 positional arguments but 4 were given",
