@@ -180,13 +180,7 @@ function checkValue(s: Schema, p: Param, v: unknown, pos: number, method: boolea
       return v;
     case "int[]":
     case "Size": {
-      if (isInt(v)) {
-        if (p.kind === "Size" && v < 0) {
-          err.msg = `${s.name}(): Trying to create tensor with negative dimension ${v}: [${v}]`;
-          return undefined;
-        }
-        return p.size > 1 ? new Array(p.size).fill(v) : [v];
-      }
+      if (isInt(v) && p.size > 0) return p.size > 1 ? new Array(p.size).fill(v) : [v];
       const r = listElems(s, p, v, pos, method, isInt, "int");
       if (typeof r === "string") {
         err.msg = r;
@@ -275,7 +269,8 @@ function fastChecker(p: Param): Fast {
     case "int[]": {
       const size = p.size;
       return (v) => {
-        if (typeof v === "number") return Number.isInteger(v) ? (size > 1 ? new Array(size).fill(v) : [v]) : FAIL;
+        // PyTorch takes a single int only for a sized list (int[2]; varargs are the slow path's)
+        if (typeof v === "number") return Number.isInteger(v) && size > 0 ? (size > 1 ? new Array(size).fill(v) : [v]) : FAIL;
         if (Array.isArray(v)) {
           if (size > 1 && v.length !== size) return FAIL;
           for (let i = 0; i < v.length; i++) {
@@ -330,7 +325,12 @@ export function bindArgs(s: Schema, args: ArrayLike<unknown>, self?: Tensor): un
   const off = self === undefined ? 0 : 1;
   const last = n > 0 ? args[n - 1] : undefined;
   // positional calls of plain values (almost every internal call) bind without building messages
-  if (n + off <= s.nPositional && s.varargsIndex < 0 && (typeof last !== "object" || last === null || last instanceof Tensor || Array.isArray(last))) {
+  const va = s.varargsIndex;
+  if (
+    n + off <= s.nPositional &&
+    (va < 0 || typeof args[va - off] !== "number") &&
+    (typeof last !== "object" || last === null || last instanceof Tensor || Array.isArray(last))
+  ) {
     const c = s.params.length === 0 ? null : compile(s);
     const out = c ? c.template.slice() : [];
     if (off) out[0] = self;
@@ -373,7 +373,9 @@ function bindSlow(s: Schema, args: ArrayLike<unknown>, self?: Tensor): unknown[]
   // varargs int list: x.view(2, 3) / torch.zeros(2, 3)
   const va = s.varargsIndex;
   let positional: ArrayLike<unknown> = args;
-  if (va >= 0 && n - (va - pi) > 1 && isInt(args[va - pi])) {
+  // x.view(2, 3), torch.zeros(2, 3); also torch.permute(x, 1, 0) (PyTorch takes varargs only for
+  // methods and leading lists; the function form is kept for internal callers and Tensor-first code)
+  if (va >= 0 && n > va - pi && isInt(args[va - pi])) {
     const head = Array.prototype.slice.call(args, 0, va - pi);
     head.push(Array.prototype.slice.call(args, va - pi, n));
     positional = head;

@@ -47,6 +47,11 @@ function nameError(e: unknown, name: string): Error {
   return e;
 }
 
+/** An argument error: a TypeError, except for sizes, which PyTorch checks as values (RuntimeError). */
+function bindError(msg: string): Error {
+  return msg.includes("Trying to create tensor with negative dimension") ? new Error(msg) : new TypeError(msg);
+}
+
 /** Outside the op scope, but errors (and async rejections) still name the op. */
 function transparentCall(name: string, impl: (...a: unknown[]) => unknown, vals: unknown[]): unknown {
   let r: unknown;
@@ -66,7 +71,7 @@ function invoke(def: OpDef, args: ArrayLike<unknown>, self: Tensor | undefined):
   let vals = bindArgs(schemas[0]!, args, self);
   let k = 0;
   if (typeof vals === "string") {
-    if (schemas.length === 1) throw new TypeError(vals);
+    if (schemas.length === 1) throw bindError(vals);
     const first = vals;
     for (k = 1; k < schemas.length; k++) {
       vals = bindArgs(schemas[k]!, args, self);
@@ -75,7 +80,7 @@ function invoke(def: OpDef, args: ArrayLike<unknown>, self: Tensor | undefined):
     if (typeof vals === "string") {
       // one reason is clearer than the list when every overload fails the same way
       if (first.includes("unexpected keyword argument") && vals === first.replace(schemas[0]!.name, schemas[k - 1]!.name))
-        throw new TypeError(first);
+        throw bindError(first);
       throw new TypeError(
         `${def.name}() received an invalid combination of arguments - got ${describeCall(args, self)}, but expected one of:\n` +
           schemas.map((s) => ` * ${signatureText(s)}`).join("\n"),

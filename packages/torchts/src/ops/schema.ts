@@ -194,6 +194,7 @@ export function parseSchema(text: string): Schema {
   if (lists.length === 1) {
     const p = lists[0]!;
     const others = positional.filter((q) => q !== p);
+    // (the binder takes varargs only when the list comes first after a method's self)
     if (others.every((q) => q.index < p.index && (q.kind === "Tensor" || q.kind === "TensorLike")) && others.length <= 1)
       varargsIndex = p.index;
   }

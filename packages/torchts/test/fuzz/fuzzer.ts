@@ -257,9 +257,20 @@ function formsOf(def: OpDef, sc: Schema, fresh: () => Sample, rng: Rng): Form[] 
     }
   }
   const va = sc.varargsIndex;
-  if (va >= 0 && lastPos === va && Array.isArray(s0[ps[va]!.name]) && (s0[ps[va]!.name] as unknown[]).length >= 2)
-    forms.push({ name: "varargs", call: () => { const s = fresh(); return fn(...withKw(s, [...positional(s, va - 1), ...(s[ps[va]!.name] as unknown[])])); } });
   const m = methodOf(def);
+  // PyTorch's varargs: torch.zeros(2, 3) (the list first) and x.view(2, 3) (first after self)
+  const varargsOk = va >= 0 && lastPos === va && Array.isArray(s0[ps[va]!.name]) && (s0[ps[va]!.name] as unknown[]).length >= 1;
+  if (varargsOk && va === 0)
+    forms.push({ name: "varargs", call: () => { const s = fresh(); return fn(...withKw(s, [...(s[ps[0]!.name] as unknown[])])); } });
+  if (varargsOk && va === 1 && m && s0[ps[0]!.name] instanceof Tensor)
+    forms.push({
+      name: "method varargs",
+      call: () => {
+        const s = fresh();
+        const self = s[ps[0]!.name] as Record<string, (...a: unknown[]) => unknown>;
+        return self[m]!(...withKw(s, [...(s[ps[1]!.name] as unknown[])]));
+      },
+    });
   if (m && ps[0] && s0[ps[0].name] instanceof Tensor) {
     forms.push({
       name: "method",

@@ -48,3 +48,17 @@ test("varargs int lists and int[N] broadcasting", () => {
   const pool = parseSchema("maxPool2d(Tensor input, int[2] kernelSize, int[2] stride=[]) -> Tensor");
   assert.deepEqual(bindArgs(pool, [x, 3]), [x, [3, 3], []]);
 });
+
+test("a single int is a list only for a sized list (int[2]) or PyTorch's varargs, as PyTorch's parser", () => {
+  const x = torch.zeros(2, 3);
+  const full = parseSchema("full(Size size, Scalar fillValue) -> Tensor");
+  // PyTorch 1.13: full(): argument 'size' (position 1) must be tuple of SymInts, not int
+  assert.equal(bindArgs(full, [2, 3]), "full(): argument 'size' (position 1) must be tuple of ints, not int");
+  const ln = parseSchema("layerNorm(Tensor input, int[] normalizedShape, Tensor? weight=None) -> Tensor");
+  assert.equal(bindArgs(ln, [x, 3]), "layerNorm(): argument 'normalizedShape' (position 2) must be tuple of ints, not int");
+  assert.deepEqual(bindArgs(zeros, [3]), [[3], null, null, false]);
+  assert.deepEqual(bindArgs(view, [6], x), [x, [6]]);
+  // a size check is PyTorch's RuntimeError (an Error), an argument-type problem a TypeError
+  assert.throws(() => torch.zeros(-1, 3), (e: Error) => e.constructor === Error && /negative dimension -1/.test(e.message));
+  assert.throws(() => torch.full(2 as never, 3), TypeError);
+});

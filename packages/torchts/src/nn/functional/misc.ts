@@ -283,7 +283,7 @@ export const interpolate = op<
     Tensor
   >
 >(
-  'interpolate(Tensor input, int[]? size=None, float[]? scaleFactor=None, str mode="nearest", bool? alignCorners=None, bool? recomputeScaleFactor=None, bool antialias=False) -> Tensor',
+  'interpolate(Tensor input, int[1]? size=None, float[]? scaleFactor=None, str mode="nearest", bool? alignCorners=None, bool? recomputeScaleFactor=None, bool antialias=False) -> Tensor',
   interpolateImpl,
 );
 /** F.upsample (deprecated in PyTorch for interpolate, which it calls). */
@@ -294,7 +294,7 @@ export const upsample = op<
     Tensor
   >
 >(
-  'upsample(Tensor input, int[]? size=None, float[]? scaleFactor=None, str mode="nearest", bool? alignCorners=None) -> Tensor',
+  'upsample(Tensor input, int[1]? size=None, float[]? scaleFactor=None, str mode="nearest", bool? alignCorners=None) -> Tensor',
   (x: Tensor, size: number[] | null, scaleFactor: number[] | null, mode: string, alignCorners: boolean | null) =>
     interpolateImpl(x, size, scaleFactor, mode, alignCorners, null, false),
 );

@@ -85,7 +85,7 @@ export const OPINFO: OpInfos = {
   layerNorm: (mk) => [
     { input: mk.randn([2, 3, 4]), normalizedShape: [4] },
     { input: mk.randn([2, 3, 4]), normalizedShape: [3, 4], weight: mk.randn([3, 4]), bias: mk.randn([3, 4]), eps: 1e-3 },
-    { input: mk.randn([3, 5]), normalizedShape: 5, weight: mk.randn([5]) },
+    { input: mk.randn([3, 5]), normalizedShape: [5], weight: mk.randn([5]) },
   ],
   rmsNorm: (mk) => [
     { input: mk.randn([2, 3, 4]), normalizedShape: [4] },
