@@ -29,7 +29,6 @@ export {
 export { var_ as var } from "./ops/reduce.js";
 export { OutOfMemoryError } from "./runtime/errors.js";
 
-import { sameShape } from "./ir/shape.js";
 import { cacheStats, resetCache } from "./runtime/cache.js";
 import { compileStats, hostScalars, resetCompileStats } from "./compile/index.js";
 import { memoryStats, resetPeakStats } from "./runtime/memory.js";
@@ -61,7 +60,6 @@ export const int = "int32" as const;
 export const int8 = "int8" as const;
 export const uint8 = "uint8" as const;
 export const bool = "bool" as const;
-export { sameShape };
 
 // ---- op families and libraries above the core ----
 import "./ops/indexing.js";
@@ -71,7 +69,7 @@ export * as optim from "./optim/index.js";
 export * as safetensors from "./io/safetensors.js";
 import * as data from "./utils/data.js";
 export const utils = { data };
-export { softmax, logSoftmax } from "./nn/functional/activation.js";
+export { torchSoftmax as softmax, torchLogSoftmax as logSoftmax } from "./nn/functional/activation.js";
 export * as vision from "./vision/index.js";
 export { save, load } from "./io/checkpoint.js";
 export * as serialization from "./io/checkpoint.js";
