@@ -14,11 +14,17 @@ const skip = !required && !existsSync(chromium) ? `no Chromium at ${chromium} (s
 test("examples/browser runs on WebGPU in headless Chromium and matches cpu", { skip, timeout: 120_000 }, async () => {
   const { chromium: pw } = await import("playwright-core");
   const { server, url } = await serve();
-  const browser = await pw.launch({
-    executablePath: chromium,
-    headless: false, // the flag below selects Chrome's new headless mode, which has WebGPU
-    args: ["--headless=new", "--enable-unsafe-webgpu", "--no-sandbox", "--disable-gpu-sandbox"],
-  });
+  // a browser that fails to start must not leave the server holding the test process open
+  const browser = await pw
+    .launch({
+      executablePath: chromium,
+      headless: false, // the flag below selects Chrome's new headless mode, which has WebGPU
+      args: ["--headless=new", "--enable-unsafe-webgpu", "--no-sandbox", "--disable-gpu-sandbox"],
+    })
+    .catch((e: unknown) => {
+      server.close();
+      throw e;
+    });
   try {
     const page = await browser.newPage();
     const logs: string[] = [];
