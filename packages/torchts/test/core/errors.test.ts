@@ -94,7 +94,7 @@ test("errors: backward twice through a freed graph", async () => {
   y.backward();
   assert.throws(
     () => y.backward(),
-    /^Error: Trying to backward through the graph a second time \(or directly access saved tensors after they have already been freed\)\. Saved intermediate values of the graph are freed when you call \.backward\(\) or autograd\.grad\(\)\. Specify retainGraph: true/,
+    /^Error: backward\(\): Trying to backward through the graph a second time \(or directly access saved tensors after they have already been freed\)\. Saved intermediate values of the graph are freed when you call \.backward\(\) or autograd\.grad\(\)\. Specify retainGraph: true/,
   );
   // retainGraph keeps it usable
   const z = x.exp().sum();
