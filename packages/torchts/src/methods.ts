@@ -1,8 +1,7 @@
 // Tensor methods: PyTorch's tensor.x(...) for the ops in ops/math, shape_ops, reduce,
 // linalg, random and in-place updates. Files that define further ops (indexing,
 // nn/functional) attach their own methods the same way.
-import type { DType } from "./ir/dtype.js";
-import { Tensor, type TensorLike } from "./tensor.js";
+import { Tensor } from "./tensor.js";
 import * as M from "./ops/math.js";
 import * as S from "./ops/shape_ops.js";
 import * as R from "./ops/reduce.js";
@@ -16,7 +15,6 @@ import { opOf, type Method } from "./ops/registry.js";
 type T = Tensor;
 /** backward()'s keyword arguments (PyTorch's gradient, retain_graph, create_graph, inputs) */
 type BackwardArgs = BackwardOptions & { gradient?: T | null; inputs?: T[] | null };
-type VI = R.ValuesIndices;
 declare module "./tensor.js" {
   interface Tensor {
     add: Method<typeof M.add>;
