@@ -105,13 +105,13 @@ export const embedding = op<
     const [V, D] = weight.shape as [number, number];
     // an index outside [0, V) would gather garbage: PyTorch's IndexError, where a host read is cheap (cpu)
     _checkIndexRange(input, V, "embedding");
+    if (paddingIdx !== null && (paddingIdx >= V || paddingIdx < -V)) throw new RangeError("Padding_idx must be within num_embeddings");
     const flat = S.reshape(cast(input, "int64"), [input.numel(), 1]);
+    // every check is done: the renorm is the only write to an input
     if (maxNorm !== null) noGrad(() => renorm(weight, S.reshape(flat, [input.numel()]), maxNorm, normType));
     let w = weight;
     if (paddingIdx !== null) {
-      let p = paddingIdx;
-      if (p >= V || p < -V) throw new RangeError("Padding_idx must be within num_embeddings");
-      if (p < 0) p += V;
+      const p = paddingIdx < 0 ? paddingIdx + V : paddingIdx;
       const isPad = S.reshape(M.eq(arange(V, { device: weight.device }), p), [V, 1]);
       w = M.where(isPad, S.detach(weight), weight);
     }
