@@ -132,6 +132,10 @@ function batchNormImpl(
   const C = x.shape[1]!;
   for (const [p, n] of [[runningMean, "running_mean"], [runningVar, "running_var"], [weight, "weight"], [bias, "bias"]] as const)
     if (p && p.numel() !== C) throw new RangeError(`${n} should contain ${C} elements not ${p.numel()} (input of size ${shapeStr(x.shape)})`);
+  // every check before the running stats are written in place: a call that throws changes nothing
+  for (const p of [runningMean, runningVar, weight, bias])
+    if (p && p.device !== x.device)
+      throw new Error(`Expected all tensors to be on the same device, but found at least two devices, ${x.device} and ${p.device}!`);
   const axes = x.shape.map((_, i) => i).filter((i) => i !== 1);
   let y: Tensor;
   if (training) {
@@ -141,12 +145,14 @@ function batchNormImpl(
     const d = M.sub(x, mu);
     const v = R.mean(M.mul(d, d), axes, true);
     y = M.mul(d, M.rsqrt(M.add(v, eps)));
+    const out = affine(y, perChannel(weight, x), perChannel(bias, x));
+    const newMean = runningMean && noGrad(() => M.add(M.mul(runningMean, 1 - momentum), M.mul(S.reshape(mu, runningMean.shape), momentum)));
+    const newVar = runningVar && noGrad(() => M.add(M.mul(runningVar, 1 - momentum), M.mul(S.reshape(v, runningVar.shape), (momentum * n) / (n - 1))));
     noGrad(() => {
-      if (runningMean)
-        inplaceSet(runningMean, M.add(M.mul(runningMean, 1 - momentum), M.mul(S.reshape(mu, runningMean.shape), momentum)), name);
-      if (runningVar)
-        inplaceSet(runningVar, M.add(M.mul(runningVar, 1 - momentum), M.mul(S.reshape(v, runningVar.shape), (momentum * n) / (n - 1))), name);
+      if (runningMean) inplaceSet(runningMean, newMean!, name);
+      if (runningVar) inplaceSet(runningVar, newVar!, name);
     });
+    return out;
   } else {
     if (!runningMean) throw new Error("running_mean must be defined in evaluation mode");
     if (!runningVar) throw new Error("running_var must be defined in evaluation mode");
