@@ -325,6 +325,7 @@ export function bindArgs(s: Schema, args: ArrayLike<unknown>, self?: Tensor): un
   const off = self === undefined ? 0 : 1;
   const last = n > 0 ? args[n - 1] : undefined;
   // positional calls of plain values (almost every internal call) bind without building messages
+  if (s.restIndex >= 0) return bindRest(s, args, self);
   const va = s.varargsIndex;
   if (
     n + off <= s.nPositional &&
@@ -351,7 +352,31 @@ export function bindArgs(s: Schema, args: ArrayLike<unknown>, self?: Tensor): un
   return bindSlow(s, args, self);
 }
 
-function bindSlow(s: Schema, args: ArrayLike<unknown>, self?: Tensor): unknown[] | string {
+/**
+ * A schema with a rest parameter (`index(Tensor input, Any... indices)`): the parameters before it
+ * positionally, the rest as one array. A trailing plain object is an options object only when all
+ * its keys are keyword-only parameters (a Slice object {start, stop, step} is an index).
+ */
+function bindRest(s: Schema, args: ArrayLike<unknown>, self?: Tensor): unknown[] | string {
+  const r = s.restIndex;
+  const off = self === undefined ? 0 : 1;
+  let n = args.length;
+  const last = n > 0 ? args[n - 1] : undefined;
+  const kwNames = s.params.filter((p) => p.kwOnly).map((p) => p.name);
+  let kw: Record<string, unknown> | null = null;
+  if (isPlainObject(last) && kwNames.length > 0 && Object.keys(last).every((k) => kwNames.includes(k))) {
+    kw = last;
+    n--;
+  }
+  const head = Array.prototype.slice.call(args, 0, Math.min(n, r - off));
+  const rest = Array.prototype.slice.call(args, Math.min(n, r - off), n);
+  const res = bindSlow(s, kw ? [...head, kw] : head, self, true);
+  if (typeof res === "string") return res;
+  res[r] = rest;
+  return res;
+}
+
+function bindSlow(s: Schema, args: ArrayLike<unknown>, self?: Tensor, restBound = false): unknown[] | string {
   const method = self !== undefined;
   const params = s.params;
   const c = compile(s);
@@ -420,7 +445,7 @@ function bindSlow(s: Schema, args: ArrayLike<unknown>, self?: Tensor): unknown[]
     }
   }
   let missing: string[] | null = null;
-  for (let i = 0; i < params.length; i++) if (out[i] === FAIL) (missing ??= []).push(params[i]!.name);
+  for (let i = 0; i < params.length; i++) if (out[i] === FAIL && !(restBound && i === s.restIndex)) (missing ??= []).push(params[i]!.name);
   if (missing !== null)
     return `${s.name}() missing ${missing.length} required positional argument${missing.length === 1 ? "" : "s"}: ${missing.map((m) => `"${m}"`).join(", ")}`;
   return out;
@@ -446,7 +471,7 @@ export function signatureText(s: Schema): string {
       parts.push("*");
       kw = true;
     }
-    parts.push(`${p.kind}${p.optional ? "?" : ""} ${p.name}`);
+    parts.push(`${p.kind}${p.optional ? "?" : p.rest ? "..." : ""} ${p.name}`);
   }
   return `(${parts.join(", ")})`;
 }

@@ -41,8 +41,6 @@ export interface Slice {
  * One entry of `t[...]`: an int (select), null (new axis), "..." (ellipsis), a slice string
  * ("1:7:3", ":", "-3:") or comma list ("::2, 1:7:3", "..., None, 1:3"), a Slice object, an int64
  * or bool Tensor, or a nested number/boolean array (a Python list index, e.g. [[0, 2]] in `set`).
- * A Slice object must not be the last argument of `x.index(...)`: a trailing plain object is
- * the options object there (use a string: "1:3").
  */
 export type IndexSpec = number | boolean | null | string | Slice | Tensor | NestedArray[];
 
@@ -461,26 +459,13 @@ function dropLeadingOnes(v: Tensor, ndim: number): Tensor {
 // ---------------- t[...] and t[...] = v ----------------
 
 /**
- * `x.index(a, b, c)` is Python's `x[a, b, c]`: the specs are positional parameters i0..i15 of
- * the schema (kind Any, validated by parseSpec); one that is not given gets OMITTED, dropped
- * from the end. (A comma string holds any number of basic specs in one: "1, ::2, None".)
+ * `x.index(a, b, c)` is Python's `x[a, b, c]`: the specs are the rest parameter `indices` of the
+ * schema (each validated by parseSpec). (A comma string holds any number of basic specs in one:
+ * "1, ::2, None".)
  */
-const OMITTED = "__omitted__";
-const N_INDEX = 16;
-const INDEX_PARAMS = Array.from({ length: N_INDEX }, (_, i) => `Any? i${i}=${OMITTED}`).join(", ");
-
-function givenSpecs(specs: readonly unknown[]): unknown[] {
-  let n = specs.length;
-  while (n > 0 && specs[n - 1] === OMITTED) n--;
-  const r = specs.slice(0, n);
-  const gap = r.indexOf(OMITTED);
-  if (gap >= 0) throw new TypeError(`index i${gap} is missing: the indices are positional (x.index(a, b) is Python's x[a, b])`);
-  return r;
-}
-
-function indexImpl(x: Tensor, ...specs: unknown[]): Tensor {
+function indexImpl(x: Tensor, specs: unknown[]): Tensor {
   try {
-    const { view, adv } = applyBasic(x, parseSpecs(givenSpecs(specs)));
+    const { view, adv } = applyBasic(x, parseSpecs(specs));
     if (adv.length) return advancedGet(view, adv);
     return view === x ? reshape(x, x.shape, "view") : view;
   } catch (e) {
@@ -494,12 +479,7 @@ function indexImpl(x: Tensor, ...specs: unknown[]): Tensor {
  * Python `x[specs]`: `x.index(1, "1:", "::2")` is `x[1, 1:, ::2]`. Basic indexing returns a view
  * sharing x's storage; tensor indices copy (and differentiate).
  */
-/** index's keywords (the specs by position i0..i15; rarely useful, but every op takes its options object). */
-export type IndexOpts = { input?: Tensor } & { [K in `i${number}`]?: IndexSpec };
-export const index = op<(input: Tensor | IndexOpts, ...indices: (IndexSpec | IndexOpts)[]) => Tensor>(
-  `index(Tensor input, ${INDEX_PARAMS}) -> Tensor`,
-  indexImpl,
-);
+export const index = op<(input: Tensor, ...indices: IndexSpec[]) => Tensor>("index(Tensor input, Any... indices) -> Tensor", indexImpl);
 
 function setImpl(x: Tensor, indices: unknown, value: TensorLike): Tensor {
   const name = currentOpName() ?? "set";

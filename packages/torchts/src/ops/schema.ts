@@ -41,6 +41,8 @@ export interface Param {
   readonly kwOnly: boolean;
   /** `str{mean,sum,none}` */
   readonly choices: readonly string[] | null;
+  /** `Any... indices`: every remaining positional argument, as an array (x.index(0, ":", mask)) */
+  readonly rest: boolean;
   readonly index: number;
 }
 
@@ -54,6 +56,8 @@ export interface Schema {
   readonly nRequired: number;
   /** PyTorch's varargs int list: `x.view(2, 3)` for `view(Tensor self, SymInt[] size)` */
   readonly varargsIndex: number;
+  /** the rest parameter's index (`Any... name`), or -1 */
+  readonly restIndex: number;
   readonly byName: ReadonlyMap<string, Param>;
   readonly returns: string;
 }
@@ -158,7 +162,7 @@ export function parseSchema(text: string): Schema {
       kwOnly = true;
       continue;
     }
-    const pm = /^([A-Za-z][\w]*(?:\[\d*\])?)(\{[^}]*\})?(\?)?\s+([A-Za-z_]\w*)\s*(?:=\s*(.+))?$/s.exec(part);
+    const pm = /^([A-Za-z][\w]*(?:\[\d*\])?)(\{[^}]*\})?(\?|\.\.\.)?\s+([A-Za-z_]\w*)\s*(?:=\s*(.+))?$/s.exec(part);
     if (!pm) throw new Error(`schema ${text}: cannot parse parameter '${part}'`);
     const rawType = pm[1]!;
     const sm = /^(\w+)\[(\d*)\]$/.exec(rawType);
@@ -172,6 +176,7 @@ export function parseSchema(text: string): Schema {
       name: pm[4]!,
       kind,
       optional: pm[3] === "?",
+      rest: pm[3] === "...",
       size,
       hasDefault,
       default: hasDefault ? parseDefault(pm[5]!, kind, size, text) : undefined,
@@ -180,11 +185,14 @@ export function parseSchema(text: string): Schema {
       index: params.length,
     });
   }
+  const restIndex = params.findIndex((p) => p.rest);
+  if (restIndex >= 0 && (params[restIndex]!.kwOnly || params.slice(restIndex + 1).some((p) => !p.kwOnly) || params[restIndex]!.hasDefault))
+    throw new Error(`schema ${text}: a rest parameter (T... name) is the last positional one and has no default`);
   const nPositional = params.filter((p) => !p.kwOnly).length;
   let nRequired = 0;
-  while (nRequired < nPositional && !params[nRequired]!.hasDefault) nRequired++;
+  while (nRequired < nPositional && !params[nRequired]!.hasDefault && !params[nRequired]!.rest) nRequired++;
   for (const p of params)
-    if (!p.hasDefault && p.index >= nRequired && !p.kwOnly)
+    if (!p.hasDefault && p.index >= nRequired && !p.kwOnly && !p.rest)
       throw new Error(`schema ${text}: parameter '${p.name}' without a default follows one with a default`);
   // PyTorch accepts `x.view(2, 3)` for an int list that is the only positional argument after self
   // (or the only one of a function such as zeros(*size)).
@@ -205,6 +213,7 @@ export function parseSchema(text: string): Schema {
     nPositional,
     nRequired,
     varargsIndex,
+    restIndex,
     byName: new Map(params.map((p) => [p.name, p])),
     returns: (m[3] ?? "Tensor").trim(),
   };

@@ -234,14 +234,15 @@ function formsOf(def: OpDef, sc: Schema, fresh: () => Sample, rng: Rng): Form[] 
   const lastPos = Math.max(-1, ...given.filter((p) => !p.kwOnly).map((p) => p.index));
   const kwGiven = given.filter((p) => p.kwOnly);
   const forms: Form[] = [];
-  const positional = (s: Sample, upto: number): unknown[] => ps.slice(0, upto + 1).map((p) => (p.name in s ? s[p.name] : undefined));
+  const positional = (s: Sample, upto: number): unknown[] =>
+    ps.slice(0, upto + 1).flatMap((p) => (p.rest ? ((s[p.name] as unknown[] | undefined) ?? []) : [p.name in s ? s[p.name] : undefined]));
   const opts = (s: Sample, from: number): Record<string, unknown> => {
     const o: Record<string, unknown> = {};
     for (const p of ps) if (p.index >= from && p.name in s) o[p.name] = s[p.name];
     return o;
   };
   // an options object can only trail; a positional plain-object value would be read as one
-  const ambiguous = given.some((p) => isPlainObject(s0[p.name]));
+  const ambiguous = given.some((p) => isPlainObject(s0[p.name])) || sc.restIndex >= 0; // a rest parameter is only positional
   const withKw = (s: Sample, args: unknown[]): unknown[] => {
     const kw: Record<string, unknown> = {};
     for (const p of kwGiven) kw[p.name] = s[p.name];
@@ -548,7 +549,7 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
           let last: Snap = null;
           for (let k = 0; k < 3; k++) {
             const s = fresh();
-            const args = ps.filter((p) => !p.kwOnly).map((p) => (p.name in s ? s[p.name] : undefined));
+            const args = ps.filter((p) => !p.kwOnly).flatMap((p) => (p.rest ? ((s[p.name] as unknown[]) ?? []) : [p.name in s ? s[p.name] : undefined]));
             const kw: Record<string, unknown> = {};
             for (const p of ps) if (p.kwOnly && p.name in s) kw[p.name] = s[p.name];
             torch.manualSeed(1234);
@@ -572,7 +573,9 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
           const moved: Sample = {};
           for (const [k, v] of Object.entries(s))
             moved[k] = v instanceof Tensor ? toDevice(v, dev) : Array.isArray(v) && v.every((e) => e instanceof Tensor) ? v.map((e) => toDevice(e as Tensor, dev)) : v;
-          const args = sc.params.filter((p) => !p.kwOnly).map((p) => (p.name in moved ? moved[p.name] : undefined));
+          const args = sc.params
+            .filter((p) => !p.kwOnly)
+            .flatMap((p) => (p.rest ? ((moved[p.name] as unknown[]) ?? []) : [p.name in moved ? moved[p.name] : undefined]));
           const kw: Record<string, unknown> = {};
           for (const p of sc.params) if (p.kwOnly && p.name in moved) kw[p.name] = moved[p.name];
           torch.manualSeed(1234);
@@ -599,16 +602,17 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
           const has = p.name === over || p.name in s;
           if (!has) continue;
           const val = p.name === over ? value : s[p.name];
-          if (p.index === 0 && !p.kwOnly) args.push(val);
+          if (p.rest) args.push(...(val as unknown[])); // (a rest parameter's mutation is one element)
+          else if (p.index === 0 && !p.kwOnly) args.push(val);
           else kw[p.name] = val;
         }
         return Object.keys(kw).length ? [...args, kw] : args;
       };
       for (const p of ps) {
-        const muts = mutationsFor(p, s0, o.otherDevice ?? null);
+        const muts = mutationsFor(p, s0, o.otherDevice ?? null).map((mu) => (p.rest ? { ...mu, value: [mu.value] } : mu));
         const chosen = o.long ? muts : rng.pick(muts, Math.min(muts.length, 6));
         for (const mu of chosen) {
-          const positionalToo = p.index > 0 && !p.kwOnly && p.index <= 1 && !isPlainObject(mu.value);
+          const positionalToo = p.index > 0 && !p.kwOnly && !p.rest && p.index <= 1 && !isPlainObject(mu.value);
           cases.push({
             what: `${p.name} = ${mu.what}`,
             build: () => {

@@ -224,8 +224,8 @@ for (const mode of MODES) {
     assert.throws(() => x.index({ start: 1.5 }, 0), err("TypeError", "index(): slice indices must be integers or None or have an __index__ method"));
     assert.throws(() => x.index("a:b"), err("TypeError", /^index\(\): slice start 'a' must be an integer or None/));
     assert.throws(() => x.index("@"), err("TypeError", /^index\(\): cannot parse index '@'/));
-    // a trailing plain object is the options object
-    assert.throws(() => x.index(0, { start: 1 }), err("TypeError", "index() got an unexpected keyword argument 'start'"));
+    // index takes no options: a trailing Slice object is an index (x[0, 1:])
+    assert.deepEqual(await x.index(0, { start: 1 }).tolist(), await x.index(0, "1:").tolist());
     // IndexError: index 5 is out of bounds for dimension 0 with size 3 (and 10**12 alike)
     assert.throws(() => x.index(L([5])), err("RangeError", "index(): index 5 is out of bounds for dimension 0 with size 3"));
     assert.throws(() => x.index(L([-4])), err("RangeError", "index(): index -4 is out of bounds for dimension 0 with size 3"));
@@ -237,7 +237,8 @@ for (const mode of MODES) {
     assert.throws(() => x.index(0, 0, 0), err("RangeError", "index(): too many indices for tensor of dimension 2"));
     // ValueError: step must be greater than zero
     assert.throws(() => x.index("::-1"), err("RangeError", "index(): step must be greater than zero"));
-    assert.throws(() => x.index({ i1: 0 } as unknown as number), err("TypeError", /^index\(\): index i0 is missing/));
+    // a plain object that is not a Slice ({start, stop, step}) is no index
+    assert.throws(() => x.index({ i1: 0 } as unknown as number), err("RangeError", /^index\(\): only integers, slices .* \(got dict\)/));
     await eq(x.index(L([-1])), [[8, 9, 10, 11]]);
     await eq(x.index([0, 2], 1), [1, 9]);
     assert.deepEqual(x.index(true).shape, [1, 3, 4]);
@@ -341,7 +342,7 @@ test("every calling form agrees: positional, options, mixed, method", async () =
   const b = torch.tensor([[0, 1], [2, 0]]);
   await sameValues([() => torch.nonzero(b), () => torch.nonzero({ input: b }), () => b.nonzero(), () => torch.argwhere(b), () => b.argwhere()]);
   await sameValues([() => torch.nonzero(b, { asTuple: true }), () => b.nonzero({ asTuple: true }), () => torch.nonzero({ input: b, asTuple: true })]);
-  await sameValues([() => x.index(1, "1:", null), () => torch.index(x, 1, "1:", null), () => x.index({ i0: 1, i1: "1:", i2: null } as never), () => x.index(1, { i1: "1:", i2: null } as never), () => x.index("1, 1:, None")]);
+  await sameValues([() => x.index(1, "1:", null), () => torch.index(x, 1, "1:", null), () => x.index(1, { start: 1 }, null), () => x.index("1, 1:, None")]);
   await sameValues([
     () => x.clone().set([":", L([0, 3])], 9),
     () => torch.setIndex(x.clone(), [":", L([0, 3])], 9),
