@@ -1,4 +1,4 @@
-// @torchts/serve: the serving engine's data structures (the engine and server come later).
+// @torchts/serve: the OpenAI-compatible server, its engine, and the paged KV cache's data structures.
 export { BlockPool, DEFAULT_BLOCK_SIZE, type BlockPoolOptions } from "./block_pool.js";
 export {
   RadixCache,
@@ -10,3 +10,15 @@ export {
   type RadixCacheOptions,
 } from "./radix_cache.js";
 export { SequenceBlocks, type AppendResult, type BlockCopy } from "./sequence_blocks.js";
+export {
+  LLMEngine,
+  EngineInputError,
+  EngineQueueFullError,
+  EngineClosedError,
+  type LLMEngineOptions,
+  type SamplingParams,
+  type RequestOutput,
+  type FinishReason,
+  type EngineStats,
+  type EngineEvent,
+} from "./engine.js";

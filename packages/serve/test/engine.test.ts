@@ -1,0 +1,140 @@
+import { test, before } from "node:test";
+import assert from "node:assert/strict";
+import type { PreTrainedModel, PreTrainedTokenizer } from "torchts/transformers";
+import { EngineInputError, EngineQueueFullError, LLMEngine, type RequestOutput, type SamplingParams } from "../src/engine.js";
+import { load, modelDir, reference } from "./helpers.js";
+
+let model: PreTrainedModel;
+let tokenizer: PreTrainedTokenizer;
+before(async () => {
+  ({ model, tokenizer } = await load(modelDir()));
+});
+
+async function collect(it: AsyncIterable<RequestOutput>): Promise<{ tokens: number[]; text: string; finish: string | null; outs: RequestOutput[] }> {
+  const outs: RequestOutput[] = [];
+  for await (const o of it) outs.push(o);
+  return { tokens: outs.flatMap((o) => o.tokenIds), text: outs.map((o) => o.text).join(""), finish: outs.at(-1)!.finishReason, outs };
+}
+
+const PROMPTS = ["Hello there", "The quick brown fox", "a", "1 2 3 4 5 6 7 8 9", "Once upon a time, in a land", "zzz"];
+
+test("greedy output equals torchts generate() for the same prompt and max tokens", async () => {
+  const engine = new LLMEngine({ model, tokenizer, maxNumSeqs: 4 });
+  for (const p of PROMPTS.slice(0, 4)) {
+    const ids = tokenizer.encode(p);
+    const ref = await reference(model, tokenizer, ids, 12);
+    const got = await collect(engine.generate(ids, { temperature: 0, maxTokens: 12 }));
+    assert.deepEqual(got.tokens, ref.tokens, p);
+    assert.equal(got.text, ref.text, p);
+    assert.ok(got.finish === "length" || got.finish === "stop");
+  }
+  assert.equal(engine.stats.running, 0);
+});
+
+test("requests run concurrently (round-robin per token) with the outputs they get alone; maxNumSeqs is honoured", async () => {
+  const engine = new LLMEngine({ model, tokenizer, maxNumSeqs: 3 });
+  // r0 is short: when it finishes, r3 takes its slot while r1 and r2 still run
+  const params = (i: number): SamplingParams => ({ temperature: 0, maxTokens: i === 0 ? 3 : 10, ignoreEos: true });
+  const alone: number[][] = [];
+  for (const [i, p] of PROMPTS.entries()) alone.push((await collect(engine.generate(tokenizer.encode(p), params(i)))).tokens);
+  let maxRunning = 0;
+  const order: string[] = [];
+  const off = engine.onEvent((e) => {
+    maxRunning = Math.max(maxRunning, engine.stats.running);
+    if (e.type === "token") order.push(e.requestId);
+  });
+  const together = await Promise.all(PROMPTS.map((p, i) => collect(engine.generate(tokenizer.encode(p), params(i), { requestId: `r${i}` }))));
+  off();
+  assert.deepEqual(together.map((t) => t.tokens), alone);
+  assert.equal(maxRunning, 3);
+  // the first three interleave token by token: r1 gets its first token long before r0 finishes
+  assert.deepEqual(order.slice(0, 6), ["r0", "r1", "r2", "r0", "r1", "r2"]);
+  // r3 starts as soon as r0's slot frees, not after everything
+  assert.equal(order.indexOf("r3"), 9);
+  assert.ok(order.indexOf("r3") < order.lastIndexOf("r1"));
+  assert.equal(engine.stats.running, 0);
+  assert.equal(engine.stats.waiting, 0);
+});
+
+test("seeded sampling is reproducible per request whatever else runs", async () => {
+  const engine = new LLMEngine({ model, tokenizer, maxNumSeqs: 4 });
+  const ids = tokenizer.encode("Sampling test");
+  const params: SamplingParams = { temperature: 1.2, topP: 0.9, topK: 50, minP: 0.01, seed: 1234, maxTokens: 12, ignoreEos: true };
+  const a = await collect(engine.generate(ids, params));
+  const [b] = await Promise.all([
+    collect(engine.generate(ids, params)),
+    collect(engine.generate(tokenizer.encode("noise"), { temperature: 1, maxTokens: 12 })),
+    collect(engine.generate(tokenizer.encode("more noise"), { temperature: 1, seed: 9, maxTokens: 12 })),
+  ]);
+  assert.deepEqual(b!.tokens, a.tokens);
+  const c = await collect(engine.generate(ids, { ...params, seed: 4321 }));
+  assert.notDeepEqual(c.tokens, a.tokens);
+  // penalties change the choice but stay deterministic
+  const pen = { temperature: 0, maxTokens: 12, ignoreEos: true, presencePenalty: 1.5, frequencyPenalty: 1, repetitionPenalty: 1.3 };
+  assert.deepEqual((await collect(engine.generate(ids, pen))).tokens, (await collect(engine.generate(ids, pen))).tokens);
+});
+
+test("stop strings are excluded from the output; stop_token_ids; length; text deltas add up", async () => {
+  const engine = new LLMEngine({ model, tokenizer });
+  const ids = tokenizer.encode("Hello there");
+  const full = await collect(engine.generate(ids, { temperature: 0, maxTokens: 16, ignoreEos: true }));
+  assert.equal(full.finish, "length");
+  assert.equal(full.tokens.length, 16);
+  assert.equal(full.text, tokenizer.decode(full.tokens));
+  const stop = full.text.slice(5, 7);
+  const cut = full.text.indexOf(stop);
+  const s = await collect(engine.generate(ids, { temperature: 0, maxTokens: 16, ignoreEos: true, stop: [stop] }));
+  assert.equal(s.finish, "stop");
+  assert.equal(s.text, full.text.slice(0, cut));
+  assert.equal(s.outs.at(-1)!.stopReason, stop);
+  const tid = full.tokens[3]!;
+  const t = await collect(engine.generate(ids, { temperature: 0, maxTokens: 16, ignoreEos: true, stopTokenIds: [tid] }));
+  assert.equal(t.finish, "stop");
+  assert.deepEqual(t.tokens, full.tokens.slice(0, full.tokens.indexOf(tid) + 1));
+  assert.equal(t.outs.at(-1)!.stopReason, tid);
+  assert.equal(t.text, tokenizer.decode(full.tokens.slice(0, full.tokens.indexOf(tid))));
+});
+
+test("abort ends a running or waiting request within one step and frees it", async () => {
+  const engine = new LLMEngine({ model, tokenizer, maxNumSeqs: 1 });
+  const ids = tokenizer.encode("abort me");
+  const ac = new AbortController();
+  const a = engine.generate(ids, { temperature: 0, maxTokens: 50, ignoreEos: true }, { requestId: "a", signal: ac.signal });
+  const b = collect(engine.generate(ids, { temperature: 0, maxTokens: 50, ignoreEos: true }, { requestId: "b" }));
+  let n = 0;
+  let last: RequestOutput | undefined;
+  let stepsAtAbort = 0;
+  for await (const o of a) {
+    last = o;
+    if (++n === 3) {
+      ac.abort();
+      stepsAtAbort = engine.stats.steps;
+    }
+  }
+  assert.equal(last!.finishReason, "abort");
+  assert.ok(engine.stats.steps - stepsAtAbort <= 1);
+  assert.equal(engine.abort("b"), true); // b was waiting (maxNumSeqs 1)
+  const rb = await b;
+  assert.equal(rb.finish, "abort");
+  assert.equal(rb.tokens.length, 0);
+  // breaking out of the loop aborts too
+  for await (const _ of engine.generate(ids, { temperature: 0, maxTokens: 50 })) break;
+  await engine.idle();
+  assert.equal(engine.stats.running, 0);
+  assert.equal(engine.stats.waiting, 0);
+  assert.equal(engine.stats.kvCacheUsage, 0);
+});
+
+test("bad requests and a full queue throw before anything runs", async () => {
+  const engine = new LLMEngine({ model, tokenizer, maxNumSeqs: 1, maxWaiting: 1, maxModelLen: 64 });
+  assert.throws(() => engine.generate([], {}), EngineInputError);
+  assert.throws(() => engine.generate([1, 999], {}), EngineInputError);
+  assert.throws(() => engine.generate([1, 2, 3], { maxTokens: 62 }), /maximum context length is 64/);
+  assert.throws(() => engine.generate([1, 2, 3], { temperature: -1 }), EngineInputError);
+  const running = collect(engine.generate([5, 6], { maxTokens: 4 }));
+  const waiting = collect(engine.generate([5, 6], { maxTokens: 4 }));
+  assert.throws(() => engine.generate([5, 6], { maxTokens: 4 }), EngineQueueFullError);
+  await Promise.all([running, waiting]);
+  await engine.close();
+  assert.throws(() => engine.generate([5, 6], { maxTokens: 4 }), /shutting down/);
+});
