@@ -447,7 +447,8 @@ export class LLMEngine {
     }
     if (!finish && isStop) {
       finish = "stop";
-      stopReason = tok;
+      // as vLLM: the id for a stop_token_ids hit, null for eos
+      stopReason = req.params.stopTokenIds?.includes(tok) ? tok : null;
     }
     if (!finish && n >= req.maxTokens) finish = "length";
     req.text = final;

@@ -5,6 +5,7 @@
 //                    [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R] [--seed S]
 //   torchts chat --model DIR [--max-new-tokens N] [--system TEXT] ...   (one user message per stdin line)
 //   torchts logits --model DIR --input-ids 1,2,3 [--json]
+//   torchts serve --model DIR [--port 8000] ...   (the OpenAI-compatible server of @torchts/serve)
 import { parseArgs } from "node:util";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -18,6 +19,7 @@ const USAGE = `usage:
   torchts generate --model DIR (--prompt TEXT | --input-ids 1,2,3) [--max-new-tokens N] [--greedy] [--device cpu|webgpu] [--json]
   torchts chat --model DIR [--system TEXT] [--max-new-tokens N] [--greedy]
   torchts logits --model DIR --input-ids 1,2,3 [--json]
+  torchts serve --model DIR [--host H] [--port P] [--api-key KEY] ...   (torchts serve --help)
 common: --mode strict|fused|compiled  --dtype float32|float16|bfloat16  sampling: --temperature --top-k --top-p --min-p --repetition-penalty --seed`;
 
 const OPTIONS = {
@@ -163,8 +165,28 @@ async function cmdChat(v: Values): Promise<void> {
   }
 }
 
+// `serve` lives in the @torchts/serve workspace package, which depends on torchts; torchts only
+// imports it at run time, by a name tsc does not follow, so the layering stays one-way.
+const SERVE_CLI: string = "@torchts/serve/cli";
+
+async function cmdServe(argv: string[]): Promise<number> {
+  let serve: { main(argv: string[]): Promise<number> };
+  try {
+    serve = (await import(SERVE_CLI)) as typeof serve;
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    if ((err.code === "ERR_MODULE_NOT_FOUND" || err.code === "MODULE_NOT_FOUND") && err.message.includes("@torchts/serve")) {
+      process.stderr.write("torchts serve: the @torchts/serve package is not installed (in the repository: npm ci; elsewhere: npm install @torchts/serve)\n");
+      return 1;
+    }
+    throw e;
+  }
+  return serve.main(argv);
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
+  if (cmd === "serve") return cmdServe(rest);
   let v: Values;
   try {
     v = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: false }).values as Values;

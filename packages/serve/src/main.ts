@@ -1,0 +1,88 @@
+// `torchts serve`: load a Hugging Face model folder and serve it with the OpenAI-compatible API.
+// Reached through src/cli.ts, which makes sure that "torchts" resolves first.
+import { parseArgs } from "node:util";
+import { AutoModelForCausalLM, AutoTokenizer } from "torchts/transformers";
+import type { DType } from "torchts";
+import { LLMEngine } from "./engine.js";
+import { createServer } from "./server.js";
+
+export const USAGE = `usage: torchts serve --model DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME] [--api-key KEY]
+                     [--max-waiting N] [--max-num-seqs N] [--max-model-len N] [--device cpu|webgpu] [--dtype D]
+  DIR holds config.json, model.safetensors (or sharded *.safetensors + index), tokenizer.json,
+  tokenizer_config.json (its chat_template, or chat_template.jinja, is used for /v1/chat/completions).
+  --port 0 picks a free port. SIGTERM/SIGINT drain: stop accepting, finish running requests, exit 0.`;
+
+const OPTIONS = {
+  model: { type: "string" },
+  host: { type: "string" },
+  port: { type: "string" },
+  "served-model-name": { type: "string" },
+  "api-key": { type: "string" },
+  "max-waiting": { type: "string" },
+  "max-num-seqs": { type: "string" },
+  "max-model-len": { type: "string" },
+  device: { type: "string" },
+  dtype: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+function int(v: string | undefined, flag: string, min: number): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${flag}: expected an integer >= ${min}, got '${v}'`);
+  return n;
+}
+
+/** Runs the server until SIGTERM/SIGINT; resolves with the exit code once it has drained. */
+export async function main(argv: string[]): Promise<number> {
+  let v: { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
+  try {
+    v = parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false }).values;
+  } catch (e) {
+    process.stderr.write(`torchts serve: ${(e as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (v.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  let port: number, maxWaiting: number | undefined, maxNumSeqs: number | undefined, maxModelLen: number | undefined;
+  try {
+    if (!v.model) throw new Error("--model DIR is required");
+    port = int(v.port, "port", 0) ?? 8000;
+    maxWaiting = int(v["max-waiting"], "max-waiting", 0);
+    maxNumSeqs = int(v["max-num-seqs"], "max-num-seqs", 1);
+    maxModelLen = int(v["max-model-len"], "max-model-len", 2);
+  } catch (e) {
+    process.stderr.write(`torchts serve: ${(e as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  const device = v.device ?? "cpu";
+  const model = await AutoModelForCausalLM.fromPretrained(v.model, { deviceMap: device, dtype: v.dtype as DType | undefined });
+  const tokenizer = await AutoTokenizer.fromPretrained(v.model);
+  const engine = new LLMEngine({ model, tokenizer, maxNumSeqs, maxModelLen: maxModelLen ?? Math.min(model.config.maxPositionEmbeddings, 1 << 20), maxWaiting, device: model.device });
+  const name = v["served-model-name"] ?? v.model;
+  const server = await createServer({ engine, modelName: name, aliases: [v.model], apiKey: v["api-key"] ?? process.env.TORCHTS_API_KEY });
+  const address = await server.app.listen({ host: v.host ?? "127.0.0.1", port });
+  process.stdout.write(`torchts serve: '${name}' listening on ${address}\n`);
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (sig: string) => {
+      if (stopping) return;
+      stopping = true;
+      process.stdout.write(`torchts serve: ${sig}: draining (${engine.stats.running} running, ${engine.stats.waiting} waiting)\n`);
+      server.drain().then(
+        () => {
+          process.stdout.write("torchts serve: stopped\n");
+          resolve(0);
+        },
+        (e: Error) => {
+          process.stderr.write(`torchts serve: ${e.message}\n`);
+          resolve(1);
+        },
+      );
+    };
+    process.once("SIGTERM", () => stop("SIGTERM"));
+    process.once("SIGINT", () => stop("SIGINT"));
+  });
+}

@@ -1,0 +1,515 @@
+// The OpenAI-compatible HTTP server of `torchts serve`, on fastify (JSON-schema validation of every
+// body) and prom-client (/metrics with vLLM's metric names). It drives an LLMEngine.
+import { randomUUID, timingSafeEqual } from "node:crypto";
+import type { ServerResponse } from "node:http";
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import client from "prom-client";
+import type { ChatMessage } from "torchts/transformers";
+import { EngineClosedError, EngineInputError, EngineQueueFullError, type LLMEngine, type RequestOutput, type SamplingParams } from "./engine.js";
+
+/** Used when the model folder has no chat template: one line `<|role|>` then the content, per message. */
+export const FALLBACK_CHAT_TEMPLATE =
+  "{% for m in messages %}<|{{ m.role }}|>\n{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}";
+
+export interface ServerOptions {
+  engine: LLMEngine;
+  /** The name clients pass as `model` (GET /v1/models lists it). */
+  modelName: string;
+  /** Other names accepted as `model` (e.g. the model folder path). */
+  aliases?: string[];
+  /** When set, /v1/* needs `Authorization: Bearer KEY`. */
+  apiKey?: string;
+  /** Largest request body in bytes (default 4 MiB; larger gets 413). */
+  bodyLimit?: number;
+  /** Most choices per request (n times the number of prompts; default 16). */
+  maxChoices?: number;
+  /** Seconds a 429 or 503 asks the client to wait (Retry-After, default 1). */
+  retryAfter?: number;
+  logger?: boolean;
+}
+
+export interface Server {
+  app: FastifyInstance;
+  registry: client.Registry;
+  /** Stop accepting requests (503), let the accepted ones finish, close the listener. */
+  drain(): Promise<void>;
+}
+
+type ErrorType = "invalid_request_error" | "authentication_error" | "not_found_error" | "rate_limit_error" | "service_unavailable_error" | "internal_error";
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type: ErrorType = "invalid_request_error",
+    readonly param: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+function errorBody(status: number, message: string, type: ErrorType, param: string | null) {
+  return { error: { message, type, param, code: status } };
+}
+
+// ---- request schemas (fastify compiles them with ajv; no type coercion, extra fields allowed) ----
+const nullable = (s: Record<string, unknown>) => ({ anyOf: [s, { type: "null" }] });
+const num = (minimum: number, maximum: number) => nullable({ type: "number", minimum, maximum });
+const int = (minimum: number, maximum?: number) => nullable(maximum === undefined ? { type: "integer", minimum } : { type: "integer", minimum, maximum });
+const tokenIds = { type: "array", minItems: 1, items: { type: "integer", minimum: 0, maximum: 2 ** 31 } };
+const SAMPLING = {
+  model: { type: "string", maxLength: 1024 },
+  temperature: num(0, 100),
+  top_p: nullable({ type: "number", exclusiveMinimum: 0, maximum: 1 }),
+  top_k: int(-1, 2 ** 31),
+  min_p: num(0, 1),
+  n: int(1, 128),
+  max_tokens: int(1),
+  min_tokens: int(0),
+  stop: nullable({ anyOf: [{ type: "string", minLength: 1 }, { type: "array", maxItems: 16, items: { type: "string", minLength: 1 } }] }),
+  stop_token_ids: nullable({ type: "array", maxItems: 256, items: { type: "integer", minimum: 0, maximum: 2 ** 31 } }),
+  seed: nullable({ type: "integer" }),
+  presence_penalty: num(-2, 2),
+  frequency_penalty: num(-2, 2),
+  repetition_penalty: nullable({ type: "number", exclusiveMinimum: 0, maximum: 100 }),
+  logit_bias: nullable({ type: "object", maxProperties: 1024, additionalProperties: { type: "number", minimum: -100, maximum: 100 } }),
+  ignore_eos: nullable({ type: "boolean" }),
+  skip_special_tokens: nullable({ type: "boolean" }),
+  stream: nullable({ type: "boolean" }),
+  stream_options: nullable({ type: "object", properties: { include_usage: nullable({ type: "boolean" }) } }),
+  user: nullable({ type: "string" }),
+  logprobs: {},
+  top_logprobs: int(0, 20),
+};
+const MESSAGE = {
+  type: "object",
+  required: ["role"],
+  properties: {
+    role: { type: "string", minLength: 1, maxLength: 64 },
+    content: nullable({ anyOf: [{ type: "string" }, { type: "array", items: { type: "object", required: ["type"], properties: { type: { type: "string" }, text: { type: "string" } } } }] }),
+    name: { type: "string" },
+  },
+};
+const CHAT_SCHEMA = {
+  type: "object",
+  required: ["messages"],
+  properties: {
+    ...SAMPLING,
+    messages: { type: "array", minItems: 1, maxItems: 10000, items: MESSAGE },
+    max_completion_tokens: int(1),
+    logprobs: nullable({ type: "boolean" }),
+    response_format: nullable({ type: "object", required: ["type"], properties: { type: { type: "string" } } }),
+    tools: nullable({ type: "array" }),
+    tool_choice: {},
+    add_generation_prompt: nullable({ type: "boolean" }),
+  },
+};
+const COMPLETION_SCHEMA = {
+  type: "object",
+  required: ["prompt"],
+  properties: {
+    ...SAMPLING,
+    prompt: {
+      anyOf: [
+        { type: "string" },
+        { type: "array", minItems: 1, items: { type: "string" } },
+        tokenIds,
+        { type: "array", minItems: 1, items: tokenIds },
+      ],
+    },
+    echo: nullable({ type: "boolean" }),
+    logprobs: int(0, 20),
+    suffix: nullable({ type: "string" }),
+    best_of: int(1, 1),
+  },
+};
+const TOKENIZE_SCHEMA = {
+  type: "object",
+  properties: {
+    model: { type: "string" },
+    prompt: { type: "string" },
+    messages: { type: "array", minItems: 1, items: MESSAGE },
+    add_special_tokens: { type: "boolean" },
+    add_generation_prompt: { type: "boolean" },
+  },
+};
+const DETOKENIZE_SCHEMA = {
+  type: "object",
+  required: ["tokens"],
+  properties: { model: { type: "string" }, tokens: { type: "array", items: { type: "integer", minimum: 0, maximum: 2 ** 31 } } },
+};
+
+type Body = Record<string, unknown>;
+
+function sampling(b: Body, maxTokens: number | undefined): SamplingParams {
+  const stop = b.stop === undefined || b.stop === null ? undefined : typeof b.stop === "string" ? [b.stop] : (b.stop as string[]);
+  const logitBias = b.logit_bias ? (b.logit_bias as Record<number, number>) : undefined;
+  const opt = <T>(v: unknown): T | undefined => (v === null || v === undefined ? undefined : (v as T));
+  // seeds may be any integer (OpenAI: int64); the engine's RNG takes 32 bits
+  const seed = opt<number>(b.seed);
+  return {
+    maxTokens,
+    minTokens: opt(b.min_tokens),
+    temperature: opt(b.temperature),
+    topP: opt(b.top_p),
+    topK: opt(b.top_k),
+    minP: opt(b.min_p),
+    seed: seed === undefined ? undefined : ((seed % 2 ** 32) + 2 ** 32) % 2 ** 32,
+    stop,
+    stopTokenIds: opt(b.stop_token_ids),
+    ignoreEos: opt(b.ignore_eos),
+    presencePenalty: opt(b.presence_penalty),
+    frequencyPenalty: opt(b.frequency_penalty),
+    repetitionPenalty: opt(b.repetition_penalty),
+    logitBias,
+    skipSpecialTokens: opt(b.skip_special_tokens),
+  };
+}
+
+function messageText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content))
+    return content.map((p: { type?: string; text?: string }) => {
+      if (p.type !== "text") throw new HttpError(400, `content part type '${p.type}' is not supported (text only)`, "invalid_request_error", "messages");
+      return p.text ?? "";
+    }).join("");
+  return "";
+}
+
+/** Merge several async iterators; yields [index, value] as values arrive. */
+async function* merge<T>(its: AsyncIterator<T>[]): AsyncGenerator<[number, T]> {
+  const pending = new Map<number, Promise<[number, IteratorResult<T>]>>();
+  const next = (i: number) => pending.set(i, its[i]!.next().then((r) => [i, r] as [number, IteratorResult<T>]));
+  its.forEach((_, i) => next(i));
+  try {
+    while (pending.size) {
+      const [i, r] = await Promise.race(pending.values());
+      if (r.done) pending.delete(i);
+      else {
+        next(i);
+        yield [i, r.value];
+      }
+    }
+  } finally {
+    for (const it of its) await it.return?.();
+  }
+}
+
+function buildMetrics(engine: LLMEngine, modelName: string): client.Registry {
+  const registry = new client.Registry();
+  const labels = { model_name: modelName };
+  registry.setDefaultLabels(labels);
+  new client.Gauge({ name: "vllm:num_requests_running", help: "Requests running in the engine.", registers: [registry], collect() { this.set(engine.stats.running); } });
+  new client.Gauge({ name: "vllm:num_requests_waiting", help: "Requests waiting to run.", registers: [registry], collect() { this.set(engine.stats.waiting); } });
+  new client.Gauge({
+    name: "vllm:kv_cache_usage_perc",
+    help: "KV positions reserved by running requests over maxNumSeqs * maxModelLen (1 = full).",
+    registers: [registry],
+    collect() { this.set(engine.stats.kvCacheUsage); },
+  });
+  new client.Gauge({ name: "vllm:cache_config_info", help: "Engine configuration.", labelNames: ["max_num_seqs", "max_model_len"], registers: [registry] })
+    .set({ max_num_seqs: String(engine.maxNumSeqs), max_model_len: String(engine.maxModelLen) }, 1);
+  const prompt = new client.Counter({ name: "vllm:prompt_tokens_total", help: "Prompt tokens prefilled.", registers: [registry] });
+  const gen = new client.Counter({ name: "vllm:generation_tokens_total", help: "Tokens generated.", registers: [registry] });
+  const success = new client.Counter({ name: "vllm:request_success_total", help: "Finished requests by finish reason.", labelNames: ["finished_reason"], registers: [registry] });
+  for (const r of ["stop", "length", "abort"]) success.inc({ finished_reason: r }, 0);
+  const buckets = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
+  const ttft = new client.Histogram({ name: "vllm:time_to_first_token_seconds", help: "Arrival to first token.", buckets, registers: [registry] });
+  const itl = new client.Histogram({ name: "vllm:inter_token_latency_seconds", help: "Time between consecutive tokens of a request.", buckets, registers: [registry] });
+  const e2e = new client.Histogram({ name: "vllm:e2e_request_latency_seconds", help: "Arrival to finish.", buckets: [...buckets, 160, 320, 640], registers: [registry] });
+  engine.onEvent((e) => {
+    if (e.type === "prefill") prompt.inc(e.promptTokens);
+    else if (e.type === "token") {
+      gen.inc();
+      (e.index === 0 ? ttft : itl).observe((e.time - e.previous) / 1000);
+    } else {
+      success.inc({ finished_reason: e.reason });
+      if (e.reason !== "abort") e2e.observe((e.time - e.arrival) / 1000);
+    }
+  });
+  return registry;
+}
+
+function sse(res: ServerResponse, data: unknown): void {
+  if (!res.destroyed && !res.writableEnded) res.write(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
+}
+
+export async function createServer(o: ServerOptions): Promise<Server> {
+  const { engine, modelName } = o;
+  const tok = engine.tokenizer;
+  const names = new Set([modelName, ...(o.aliases ?? [])]);
+  const maxChoices = o.maxChoices ?? 16;
+  const retryAfter = String(o.retryAfter ?? 1);
+  const created = Math.floor(Date.now() / 1000);
+  const hasTemplate = tok.config.chat_template !== undefined && tok.config.chat_template !== null;
+  let draining = false;
+
+  const app = Fastify({
+    logger: o.logger ?? false,
+    bodyLimit: o.bodyLimit ?? 4 * 1024 * 1024,
+    forceCloseConnections: "idle",
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
+  });
+  const registry = buildMetrics(engine, modelName);
+
+  app.setErrorHandler((err: FastifyError | HttpError, _req, reply) => {
+    if (err instanceof HttpError) {
+      if (err.status === 429 || err.status === 503) reply.header("retry-after", retryAfter);
+      return reply.code(err.status).send(errorBody(err.status, err.message, err.type, err.param));
+    }
+    const fe = err as FastifyError;
+    if (fe.validation) {
+      const v = fe.validation[0];
+      const path = v?.instancePath?.replace(/^\//, "").replace(/\//g, ".") || (v?.params as { missingProperty?: string } | undefined)?.missingProperty || null;
+      return reply.code(400).send(errorBody(400, `invalid request: ${fe.message}`, "invalid_request_error", path));
+    }
+    const status = typeof fe.statusCode === "number" && fe.statusCode >= 400 && fe.statusCode < 500 ? fe.statusCode : 500;
+    if (status === 500) app.log.error(err);
+    return reply.code(status).send(errorBody(status, status === 500 ? "internal server error" : fe.message, status === 500 ? "internal_error" : "invalid_request_error", null));
+  });
+  app.setNotFoundHandler((req, reply) => reply.code(404).send(errorBody(404, `no route ${req.method} ${req.url}`, "not_found_error", null)));
+
+  app.addHook("onRequest", async (req) => {
+    const url = req.url;
+    const v1 = url.startsWith("/v1/") || url === "/v1";
+    if (v1 && o.apiKey !== undefined) {
+      const want = Buffer.from(`Bearer ${o.apiKey}`);
+      const got = Buffer.from(req.headers.authorization ?? "");
+      if (got.length !== want.length || !timingSafeEqual(got, want)) throw new HttpError(401, "missing or wrong API key (Authorization: Bearer KEY)", "authentication_error");
+    }
+    if (draining && req.method === "POST") throw new HttpError(503, "the server is shutting down", "service_unavailable_error");
+  });
+
+  const checkModel = (b: Body) => {
+    if (b.model !== undefined && !names.has(b.model as string)) throw new HttpError(404, `the model '${b.model}' does not exist; this server serves '${modelName}'`, "not_found_error", "model");
+  };
+
+  /** Start one engine request per (prompt, sample); all or none. */
+  const start = (prompts: number[][], b: Body, maxTokens: number | undefined, signal: AbortSignal, baseId: string) => {
+    const n = (b.n as number | null | undefined) ?? 1;
+    if (prompts.length * n > maxChoices) throw new HttpError(400, `at most ${maxChoices} choices per request (prompts times n)`, "invalid_request_error", "n");
+    const base = sampling(b, maxTokens);
+    for (const p of prompts) {
+      try {
+        engine.validate(p, base);
+      } catch (e) {
+        if (e instanceof EngineInputError) throw new HttpError(400, e.message, "invalid_request_error", e.param);
+        throw e;
+      }
+    }
+    const its: AsyncIterableIterator<RequestOutput>[] = [];
+    try {
+      let k = 0;
+      for (const p of prompts)
+        for (let j = 0; j < n; j++) {
+          const params = base.seed !== undefined && j > 0 ? { ...base, seed: (base.seed + j) >>> 0 } : base;
+          its.push(engine.generate(p, params, { requestId: `${baseId}-${k++}`, signal }));
+        }
+    } catch (e) {
+      for (const it of its) void it.return?.();
+      if (e instanceof EngineQueueFullError) throw new HttpError(429, e.message, "rate_limit_error");
+      if (e instanceof EngineClosedError) throw new HttpError(503, e.message, "service_unavailable_error");
+      if (e instanceof EngineInputError) throw new HttpError(400, e.message, "invalid_request_error", e.param);
+      throw e;
+    }
+    return its;
+  };
+
+  /** An AbortController that fires when the client goes away before the response ends. */
+  const disconnect = (reply: FastifyReply) => {
+    const ac = new AbortController();
+    reply.raw.on("close", () => {
+      if (!reply.raw.writableFinished) ac.abort();
+    });
+    return ac;
+  };
+
+  const chatPrompt = (b: Body, param = "messages"): number[] => {
+    const messages = (b.messages as ChatMessage[]).map((m) => ({ ...m, content: messageText(m.content) }));
+    try {
+      return tok.applyChatTemplate(messages, {
+        addGenerationPrompt: (b.add_generation_prompt as boolean | undefined) ?? true,
+        tokenize: true,
+        ...(hasTemplate ? {} : { chatTemplate: FALLBACK_CHAT_TEMPLATE }),
+      });
+    } catch (e) {
+      throw new HttpError(400, `the chat template failed on these messages: ${(e as Error).message}`, "invalid_request_error", param);
+    }
+  };
+
+  const usageOf = (prompts: number[][], outs: { completionTokens: number }[]) => {
+    const p = prompts.reduce((s, x) => s + x.length, 0);
+    const c = outs.reduce((s, x) => s + x.completionTokens, 0);
+    return { prompt_tokens: p, completion_tokens: c, total_tokens: p + c, prompt_tokens_details: null };
+  };
+
+  const unsupported = (b: Body, chat: boolean) => {
+    if (chat && b.logprobs === true) throw new HttpError(400, "logprobs are not supported yet", "invalid_request_error", "logprobs");
+    if (!chat && b.logprobs !== undefined && b.logprobs !== null) throw new HttpError(400, "logprobs are not supported yet", "invalid_request_error", "logprobs");
+    if (!chat && b.suffix) throw new HttpError(400, "suffix is not supported", "invalid_request_error", "suffix");
+    const rf = b.response_format as { type?: string } | null | undefined;
+    if (rf && rf.type !== "text") throw new HttpError(400, `response_format '${rf.type}' is not supported yet`, "invalid_request_error", "response_format");
+    const tools = b.tools as unknown[] | null | undefined;
+    if (tools && tools.length && b.tool_choice !== "none") throw new HttpError(400, "tools are not supported yet", "invalid_request_error", "tools");
+  };
+
+  // ---- routes ----
+  app.get("/health", async (_req, reply) => (draining ? reply.code(503).send({ status: "draining" }) : reply.send({ status: "ok" })));
+  app.get("/metrics", async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+  app.get("/v1/models", async () => ({
+    object: "list",
+    data: [{ id: modelName, object: "model", created, owned_by: "torchts", root: modelName, parent: null, max_model_len: engine.maxModelLen }],
+  }));
+
+  app.post("/tokenize", { schema: { body: TOKENIZE_SCHEMA } }, async (req) => {
+    const b = req.body as Body;
+    checkModel(b);
+    let tokens: number[];
+    if (b.messages !== undefined) tokens = chatPrompt(b);
+    else if (typeof b.prompt === "string") tokens = tok.encode(b.prompt, { addSpecialTokens: (b.add_special_tokens as boolean | undefined) ?? true });
+    else throw new HttpError(400, "tokenize needs prompt or messages", "invalid_request_error", "prompt");
+    return { count: tokens.length, max_model_len: engine.maxModelLen, tokens };
+  });
+  app.post("/detokenize", { schema: { body: DETOKENIZE_SCHEMA } }, async (req) => {
+    const b = req.body as Body;
+    checkModel(b);
+    const ids = b.tokens as number[];
+    for (const t of ids) if (t >= engine.vocabSize) throw new HttpError(400, `token id ${t} is outside the vocabulary [0, ${engine.vocabSize})`, "invalid_request_error", "tokens");
+    return { prompt: tok.decode(ids) };
+  });
+
+  app.post("/v1/chat/completions", { schema: { body: CHAT_SCHEMA } }, async (req: FastifyRequest, reply: FastifyReply) => {
+    const b = req.body as Body;
+    checkModel(b);
+    unsupported(b, true);
+    const prompt = chatPrompt(b);
+    const maxTokens = ((b.max_completion_tokens ?? b.max_tokens) as number | null | undefined) ?? undefined;
+    const ac = disconnect(reply);
+    const id = `chatcmpl-${randomUUID().replace(/-/g, "")}`;
+    const its = start([prompt], b, maxTokens, ac.signal, id);
+    const model = (b.model as string | undefined) ?? modelName;
+    const includeUsage = Boolean((b.stream_options as { include_usage?: boolean } | null | undefined)?.include_usage);
+    const now = Math.floor(Date.now() / 1000);
+    if (b.stream) {
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
+      const chunk = (choices: unknown[], extra: Body = {}) => ({ id, object: "chat.completion.chunk", created: now, model, choices, ...(includeUsage ? { usage: null } : {}), ...extra });
+      for (let i = 0; i < its.length; i++) sse(res, chunk([{ index: i, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]));
+      const last: RequestOutput[] = [];
+      try {
+        for await (const [i, out] of merge(its)) {
+          last[i] = out;
+          if (out.finishReason === "abort") continue;
+          if (!out.text && !out.finishReason) continue;
+          const choice: Body = { index: i, delta: out.text ? { content: out.text } : {}, logprobs: null, finish_reason: out.finishReason };
+          if (out.finishReason) choice.stop_reason = out.stopReason;
+          sse(res, chunk([choice]));
+        }
+        if (includeUsage) sse(res, { id, object: "chat.completion.chunk", created: now, model, choices: [], usage: usageOf([prompt], last) });
+        sse(res, "[DONE]");
+      } catch (e) {
+        sse(res, errorBody(500, (e as Error).message, "internal_error", null));
+      } finally {
+        res.end();
+      }
+      return;
+    }
+    const texts: string[] = its.map(() => "");
+    const last: RequestOutput[] = [];
+    for await (const [i, out] of merge(its)) {
+      texts[i] += out.text;
+      last[i] = out;
+    }
+    if (ac.signal.aborted) return reply.code(499).send(errorBody(499, "client closed the request", "invalid_request_error", null));
+    return {
+      id,
+      object: "chat.completion",
+      created: now,
+      model,
+      choices: its.map((_, i) => ({
+        index: i,
+        message: { role: "assistant", content: texts[i], tool_calls: [] },
+        logprobs: null,
+        finish_reason: last[i]!.finishReason,
+        stop_reason: last[i]!.stopReason,
+      })),
+      usage: usageOf([prompt], last),
+    };
+  });
+
+  app.post("/v1/completions", { schema: { body: COMPLETION_SCHEMA } }, async (req: FastifyRequest, reply: FastifyReply) => {
+    const b = req.body as Body;
+    checkModel(b);
+    unsupported(b, false);
+    const p = b.prompt as string | string[] | number[] | number[][];
+    const prompts: number[][] =
+      typeof p === "string" ? [tok.encode(p)] : typeof p[0] === "number" ? [p as number[]] : typeof p[0] === "string" ? (p as string[]).map((s) => tok.encode(s)) : (p as number[][]);
+    const maxTokens = (b.max_tokens as number | null | undefined) ?? 16;
+    const n = (b.n as number | null | undefined) ?? 1;
+    const ac = disconnect(reply);
+    const id = `cmpl-${randomUUID().replace(/-/g, "")}`;
+    const its = start(prompts, b, maxTokens, ac.signal, id);
+    const model = (b.model as string | undefined) ?? modelName;
+    const echo = Boolean(b.echo);
+    const promptText = (i: number) => (typeof p === "string" ? p : typeof p[0] === "string" ? (p as string[])[Math.floor(i / n)]! : tok.decode(prompts[Math.floor(i / n)]!));
+    const includeUsage = Boolean((b.stream_options as { include_usage?: boolean } | null | undefined)?.include_usage);
+    const now = Math.floor(Date.now() / 1000);
+    if (b.stream) {
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
+      const chunk = (choices: unknown[]) => ({ id, object: "text_completion", created: now, model, choices, ...(includeUsage ? { usage: null } : {}) });
+      if (echo) for (let i = 0; i < its.length; i++) sse(res, chunk([{ index: i, text: promptText(i), logprobs: null, finish_reason: null }]));
+      const last: RequestOutput[] = [];
+      try {
+        for await (const [i, out] of merge(its)) {
+          last[i] = out;
+          if (out.finishReason === "abort") continue;
+          if (!out.text && !out.finishReason) continue;
+          const choice: Body = { index: i, text: out.text, logprobs: null, finish_reason: out.finishReason };
+          if (out.finishReason) choice.stop_reason = out.stopReason;
+          sse(res, chunk([choice]));
+        }
+        if (includeUsage) sse(res, { id, object: "text_completion", created: now, model, choices: [], usage: usageOf(prompts, last) });
+        sse(res, "[DONE]");
+      } catch (e) {
+        sse(res, errorBody(500, (e as Error).message, "internal_error", null));
+      } finally {
+        res.end();
+      }
+      return;
+    }
+    const texts: string[] = its.map(() => "");
+    const last: RequestOutput[] = [];
+    for await (const [i, out] of merge(its)) {
+      texts[i] += out.text;
+      last[i] = out;
+    }
+    if (ac.signal.aborted) return reply.code(499).send(errorBody(499, "client closed the request", "invalid_request_error", null));
+    return {
+      id,
+      object: "text_completion",
+      created: now,
+      model,
+      choices: its.map((_, i) => ({
+        index: i,
+        text: (echo ? promptText(i) : "") + texts[i],
+        logprobs: null,
+        finish_reason: last[i]!.finishReason,
+        stop_reason: last[i]!.stopReason,
+      })),
+      usage: usageOf(prompts, last),
+    };
+  });
+
+  return {
+    app,
+    registry,
+    async drain() {
+      draining = true;
+      await engine.close();
+      await app.close();
+    },
+  };
+}
