@@ -33,7 +33,7 @@ export async function startServer(
 /** POST JSON (or raw bytes) with a time limit; returns status, headers and the body text. */
 export async function post(url: string, body: unknown, headers: Record<string, string> = {}, timeoutMs = 20000): Promise<{ status: number; headers: Headers; text: string; json: () => any }> {
   const raw = typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
-  const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: raw, signal: AbortSignal.timeout(timeoutMs) });
+  const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: raw as BodyInit, signal: AbortSignal.timeout(timeoutMs) });
   const text = await r.text();
   return { status: r.status, headers: r.headers, text, json: () => JSON.parse(text) };
 }
