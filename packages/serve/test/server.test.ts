@@ -187,9 +187,8 @@ test("a client that disconnects mid-stream aborts its request within one step", 
   const reader = r.body!.getReader();
   await reader.read();
   assert.equal(srv.engine.stats.running, 1);
-  let stepsAtClose = 0;
   ac.abort();
-  stepsAtClose = srv.engine.stats.steps;
+  const stepsAtClose = srv.engine.stats.steps;
   assert.ok(await until(() => srv.engine.stats.running === 0));
   assert.ok(srv.engine.stats.steps - stepsAtClose <= 2, `stopped after ${srv.engine.stats.steps - stepsAtClose} steps`);
   assert.equal(srv.engine.stats.kvCacheUsage, 0);
