@@ -343,6 +343,60 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     return { prompt_tokens: p, completion_tokens: c, total_tokens: p + c, prompt_tokens_details: null };
   };
 
+  /** What the chunks and the body of one response share: id, object kind, creation time, model, whether usage is asked for, and the prompts it counts. */
+  type Head = { id: string; object: string; now: number; model: string; includeUsage: boolean; prompts: number[][] };
+
+  /** Stream the merged outputs as server-sent events: the `first` choices, then one chunk a piece of text or finish, then usage (when asked) and [DONE]. */
+  const streamOut = async (reply: FastifyReply, its: AsyncIterableIterator<RequestOutput>[], h: Head, first: Body[], piece: (out: RequestOutput) => Body) => {
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
+    const chunk = (choices: unknown[]) => ({ id: h.id, object: h.object, created: h.now, model: h.model, choices, ...(h.includeUsage ? { usage: null } : {}) });
+    for (const c of first) sse(res, chunk([c]));
+    const last: RequestOutput[] = [];
+    try {
+      for await (const [i, out] of merge(its)) {
+        last[i] = out;
+        if (out.finishReason === "abort") continue;
+        if (!out.text && !out.finishReason) continue;
+        const choice: Body = { index: i, ...piece(out), logprobs: null, finish_reason: out.finishReason };
+        if (out.finishReason) choice.stop_reason = out.stopReason;
+        sse(res, chunk([choice]));
+      }
+      if (h.includeUsage) sse(res, { id: h.id, object: h.object, created: h.now, model: h.model, choices: [], usage: usageOf(h.prompts, last) });
+      sse(res, "[DONE]");
+    } catch (e) {
+      sse(res, errorBody(500, (e as Error).message, "internal_error", null));
+    } finally {
+      res.end();
+    }
+  };
+
+  /** Collect the merged outputs into one body (499 when the client went away); `content(i, text)` gives choice i its text field. */
+  const collectOut = async (reply: FastifyReply, its: AsyncIterableIterator<RequestOutput>[], h: Head, signal: AbortSignal, content: (i: number, text: string) => Body) => {
+    const texts: string[] = its.map(() => "");
+    const last: RequestOutput[] = [];
+    for await (const [i, out] of merge(its)) {
+      texts[i] += out.text;
+      last[i] = out;
+    }
+    if (signal.aborted) return reply.code(499).send(errorBody(499, "client closed the request", "invalid_request_error", null));
+    return {
+      id: h.id,
+      object: h.object,
+      created: h.now,
+      model: h.model,
+      choices: its.map((_, i) => ({
+        index: i,
+        ...content(i, texts[i]!),
+        logprobs: null,
+        finish_reason: last[i]!.finishReason,
+        stop_reason: last[i]!.stopReason,
+      })),
+      usage: usageOf(h.prompts, last),
+    };
+  };
+
   const unsupported = (b: Body, chat: boolean) => {
     if (chat && b.logprobs === true) throw new HttpError(400, "logprobs are not supported yet", "invalid_request_error", "logprobs");
     if (!chat && b.logprobs !== undefined && b.logprobs !== null) throw new HttpError(400, "logprobs are not supported yet", "invalid_request_error", "logprobs");
@@ -389,53 +443,12 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     const its = start([prompt], b, maxTokens, ac.signal, id);
     const model = (b.model as string | undefined) ?? modelName;
     const includeUsage = Boolean((b.stream_options as { include_usage?: boolean } | null | undefined)?.include_usage);
-    const now = Math.floor(Date.now() / 1000);
+    const h: Head = { id, object: "chat.completion", now: Math.floor(Date.now() / 1000), model, includeUsage, prompts: [prompt] };
     if (b.stream) {
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
-      const chunk = (choices: unknown[], extra: Body = {}) => ({ id, object: "chat.completion.chunk", created: now, model, choices, ...(includeUsage ? { usage: null } : {}), ...extra });
-      for (let i = 0; i < its.length; i++) sse(res, chunk([{ index: i, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]));
-      const last: RequestOutput[] = [];
-      try {
-        for await (const [i, out] of merge(its)) {
-          last[i] = out;
-          if (out.finishReason === "abort") continue;
-          if (!out.text && !out.finishReason) continue;
-          const choice: Body = { index: i, delta: out.text ? { content: out.text } : {}, logprobs: null, finish_reason: out.finishReason };
-          if (out.finishReason) choice.stop_reason = out.stopReason;
-          sse(res, chunk([choice]));
-        }
-        if (includeUsage) sse(res, { id, object: "chat.completion.chunk", created: now, model, choices: [], usage: usageOf([prompt], last) });
-        sse(res, "[DONE]");
-      } catch (e) {
-        sse(res, errorBody(500, (e as Error).message, "internal_error", null));
-      } finally {
-        res.end();
-      }
-      return;
+      const first = its.map((_, i) => ({ index: i, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }));
+      return streamOut(reply, its, { ...h, object: "chat.completion.chunk" }, first, (out) => ({ delta: out.text ? { content: out.text } : {} }));
     }
-    const texts: string[] = its.map(() => "");
-    const last: RequestOutput[] = [];
-    for await (const [i, out] of merge(its)) {
-      texts[i] += out.text;
-      last[i] = out;
-    }
-    if (ac.signal.aborted) return reply.code(499).send(errorBody(499, "client closed the request", "invalid_request_error", null));
-    return {
-      id,
-      object: "chat.completion",
-      created: now,
-      model,
-      choices: its.map((_, i) => ({
-        index: i,
-        message: { role: "assistant", content: texts[i], tool_calls: [] },
-        logprobs: null,
-        finish_reason: last[i]!.finishReason,
-        stop_reason: last[i]!.stopReason,
-      })),
-      usage: usageOf([prompt], last),
-    };
+    return collectOut(reply, its, h, ac.signal, (_, text) => ({ message: { role: "assistant", content: text, tool_calls: [] } }));
   });
 
   app.post("/v1/completions", { schema: { body: COMPLETION_SCHEMA } }, async (req: FastifyRequest, reply: FastifyReply) => {
@@ -454,53 +467,12 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     const echo = Boolean(b.echo);
     const promptText = (i: number) => (typeof p === "string" ? p : typeof p[0] === "string" ? (p as string[])[Math.floor(i / n)]! : tok.decode(prompts[Math.floor(i / n)]!));
     const includeUsage = Boolean((b.stream_options as { include_usage?: boolean } | null | undefined)?.include_usage);
-    const now = Math.floor(Date.now() / 1000);
+    const h: Head = { id, object: "text_completion", now: Math.floor(Date.now() / 1000), model, includeUsage, prompts };
     if (b.stream) {
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
-      const chunk = (choices: unknown[]) => ({ id, object: "text_completion", created: now, model, choices, ...(includeUsage ? { usage: null } : {}) });
-      if (echo) for (let i = 0; i < its.length; i++) sse(res, chunk([{ index: i, text: promptText(i), logprobs: null, finish_reason: null }]));
-      const last: RequestOutput[] = [];
-      try {
-        for await (const [i, out] of merge(its)) {
-          last[i] = out;
-          if (out.finishReason === "abort") continue;
-          if (!out.text && !out.finishReason) continue;
-          const choice: Body = { index: i, text: out.text, logprobs: null, finish_reason: out.finishReason };
-          if (out.finishReason) choice.stop_reason = out.stopReason;
-          sse(res, chunk([choice]));
-        }
-        if (includeUsage) sse(res, { id, object: "text_completion", created: now, model, choices: [], usage: usageOf(prompts, last) });
-        sse(res, "[DONE]");
-      } catch (e) {
-        sse(res, errorBody(500, (e as Error).message, "internal_error", null));
-      } finally {
-        res.end();
-      }
-      return;
+      const first = echo ? its.map((_, i) => ({ index: i, text: promptText(i), logprobs: null, finish_reason: null })) : [];
+      return streamOut(reply, its, h, first, (out) => ({ text: out.text }));
     }
-    const texts: string[] = its.map(() => "");
-    const last: RequestOutput[] = [];
-    for await (const [i, out] of merge(its)) {
-      texts[i] += out.text;
-      last[i] = out;
-    }
-    if (ac.signal.aborted) return reply.code(499).send(errorBody(499, "client closed the request", "invalid_request_error", null));
-    return {
-      id,
-      object: "text_completion",
-      created: now,
-      model,
-      choices: its.map((_, i) => ({
-        index: i,
-        text: (echo ? promptText(i) : "") + texts[i],
-        logprobs: null,
-        finish_reason: last[i]!.finishReason,
-        stop_reason: last[i]!.stopReason,
-      })),
-      usage: usageOf(prompts, last),
-    };
+    return collectOut(reply, its, h, ac.signal, (i, text) => ({ text: (echo ? promptText(i) : "") + text }));
   });
 
   return {
