@@ -4,9 +4,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as torch from "../../src/index.js";
 import { Tensor } from "../../src/index.js";
-import { OP_TABLE } from "../../src/ops/registry.js";
 import { OPINFO } from "./opinfo/math.js";
-import { Maker, type Sample } from "./opinfo/types.js";
+import { checkForms } from "./forms_helper.js";
 
 const x = () => torch.tensor([-1.5, 0.25, 3.0, -7.0]);
 const y = () => torch.tensor([2.0, -0.5, 1.0, 2.0]);
@@ -139,44 +138,4 @@ test("the casts take only memoryFormat, keyword-only", () => {
 
 // ---- every op of the family: positional, options, all keywords, mixed and method forms agree
 
-function snapshot(v: unknown): unknown {
-  if (v instanceof Tensor) return { shape: [...v.shape], dtype: v.dtype, values: v._tolistSync() };
-  return v;
-}
-
-for (const [key, gen] of Object.entries(OPINFO)) {
-  test(`forms agree: ${key}`, () => {
-    const def = OP_TABLE.get(key);
-    assert.ok(def, `${key} is not in the op table`);
-    const fn = def.fn as (...a: unknown[]) => unknown;
-    const nSamples = gen(new Maker(1)).length;
-    for (let si = 0; si < nSamples; si++) {
-      const fresh = (): Sample => gen(new Maker(1))[si]!;
-      const s0 = fresh();
-      const sc = def.schemas.find((s) => Object.keys(s0).every((k) => s.byName.has(k)))!;
-      const ps = sc.params;
-      const pos = ps.filter((p) => !p.kwOnly && p.name in s0);
-      const last = Math.max(-1, ...pos.map((p) => p.index));
-      const kw = (s: Sample, from: number) => Object.fromEntries(ps.filter((p) => (p.index >= from || p.kwOnly) && p.name in s).map((p) => [p.name, s[p.name]]));
-      const kwOnly = (s: Sample) => Object.fromEntries(ps.filter((p) => p.kwOnly && p.name in s).map((p) => [p.name, s[p.name]]));
-      const positional = (s: Sample, upto: number) => ps.slice(0, upto + 1).map((p) => s[p.name]);
-      const withKw = (s: Sample, a: unknown[]) => (Object.keys(kwOnly(s)).length ? [...a, kwOnly(s)] : a);
-      const forms: [string, () => unknown][] = [
-        ["positional", () => { const s = fresh(); return fn(...withKw(s, positional(s, last))); }],
-        ["options", () => { const s = fresh(); return fn(s[ps[0]!.name], kw(s, 1)); }],
-        ["all keywords", () => fn(kw(fresh(), 0))],
-      ];
-      for (let k = 1; k <= last; k++) forms.push([`mixed(${k})`, () => { const s = fresh(); return fn(...positional(s, k - 1), kw(s, k)); }]);
-      const m = key.startsWith("Tensor.") ? key.slice(7) : key;
-      const P = Tensor.prototype as unknown as Record<string, unknown>;
-      if (P[m] === def.method && s0[ps[0]!.name] instanceof Tensor) {
-        const call = (s: Sample, a: unknown[]) => (s[ps[0]!.name] as unknown as Record<string, (...b: unknown[]) => unknown>)[m]!(...a);
-        forms.push(["method", () => { const s = fresh(); return call(s, withKw(s, positional(s, last).slice(1))); }]);
-        forms.push(["method options", () => { const s = fresh(); return call(s, [kw(s, 1)]); }]);
-      }
-      const [name0, f0] = forms[0]!;
-      const want = snapshot(f0());
-      for (const [name, f] of forms.slice(1)) assert.deepEqual(snapshot(f()), want, `${key} sample ${si}: ${name} differs from ${name0}`);
-    }
-  });
-}
+for (const [key, gen] of Object.entries(OPINFO)) test(`forms agree: ${key}`, () => checkForms(key, gen));
