@@ -39,14 +39,20 @@ function batchify(x: Tensor, nd: number, op: string): [Tensor, (y: Tensor) => Te
   throw new RangeError(`Expected ${nd + 1}D (unbatched) or ${nd + 2}D (batched) input to ${op}, but got input of size: ${shapeStr(x.shape)}`);
 }
 
-function convNd(
-  nd: number, op: string, x0: Tensor, w: Tensor, b: Tensor | null, strideArg: number[], padArg: number[] | string, dilArg: number[], groups: number,
-): Tensor {
+/** What convNd and convTransposeNd check first: the inputs autocast, a float input given the batch
+ * dim, a weight of nd + 2 dims, and the stride as nd ints. */
+function convInputs(nd: number, op: string, x0: Tensor, w: Tensor, b: Tensor | null, strideArg: number[]) {
   [x0, w, b] = autocastInputs(x0, w, b);
   requireFloat(x0);
   const [x, unbatch] = batchify(x0, nd, op);
   if (w.ndim !== nd + 2) throw new RangeError(`Expected ${nd + 2}-dimensional weight, but got weight of size ${shapeStr(w.shape)}`);
-  const stride = ntuple(strideArg, nd, "stride");
+  return { x, unbatch, w, b, stride: ntuple(strideArg, nd, "stride") };
+}
+
+function convNd(
+  nd: number, op: string, x0: Tensor, w0: Tensor, b0: Tensor | null, strideArg: number[], padArg: number[] | string, dilArg: number[], groups: number,
+): Tensor {
+  const { x, unbatch, w, b, stride } = convInputs(nd, op, x0, w0, b0, strideArg);
   const dil = ntuple(dilArg, nd, "dilation");
   if (typeof padArg === "string" && padArg !== "same" && padArg !== "valid") throw new Error(`Invalid padding string: '${padArg}'`);
   const padList = typeof padArg === "string" ? null : ntuple(padArg, nd, "padding");
@@ -168,13 +174,9 @@ export const conv2d = convOp(2);
 export const conv3d = convOp(3);
 
 function convTransposeNd(
-  nd: number, op: string, x0: Tensor, w: Tensor, b: Tensor | null, strideArg: number[], padArg: number[], opadArg: number[], g: number, dilArg: number[],
+  nd: number, op: string, x0: Tensor, w0: Tensor, b0: Tensor | null, strideArg: number[], padArg: number[], opadArg: number[], g: number, dilArg: number[],
 ): Tensor {
-  [x0, w, b] = autocastInputs(x0, w, b);
-  requireFloat(x0);
-  const [x, unbatch] = batchify(x0, nd, op);
-  if (w.ndim !== nd + 2) throw new RangeError(`Expected ${nd + 2}-dimensional weight, but got weight of size ${shapeStr(w.shape)}`);
-  const stride = ntuple(strideArg, nd, "stride");
+  const { x, unbatch, w, b, stride } = convInputs(nd, op, x0, w0, b0, strideArg);
   const pad = ntuple(padArg, nd, "padding");
   const opad = ntuple(opadArg, nd, "output_padding");
   const dil = ntuple(dilArg, nd, "dilation");
