@@ -7,17 +7,23 @@ import type { Row } from "./lib.js";
 
 const quick = process.argv.includes("--quick");
 const write = !process.argv.includes("--no-write");
+// --only=probe,small_step: run just the suites whose file names start with these (with --no-write to keep RESULTS.md)
+const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7).split(",");
+const SMALL = "small-step"; // bench/small_step's suite name
 const here = new URL(".", import.meta.url).pathname;
 const root = new URL("..", import.meta.url).pathname;
 
 interface Job {
   file: string;
+  dir?: string; // under bench/ (default suites)
   args?: string[];
   env?: Record<string, string>;
   timeoutS: number;
 }
 const jobs: Job[] = [
   { file: "probe.ts", timeoutS: 120 },
+  // issue 18's small GPT step, torchts strict/fused/compiled and PyTorch eager interleaved in one process tree
+  { file: "small_step.ts", dir: "small_step", timeoutS: 300 },
   { file: "torchts.ts", timeoutS: 600 },
   { file: "torchts.ts", env: { TORCHTS_CPU_BACKEND: "js" }, timeoutS: 600 },
   { file: "ort.ts", timeoutS: 300 },
@@ -28,6 +34,8 @@ const jobs: Job[] = [
     file: "mingpt.ts", args: [`--mode=${m}`], timeoutS: quick ? 600 : 1800,
   })),
 ];
+
+const selected = only ? jobs.filter((j) => only.some((o) => j.file.startsWith(o))) : jobs;
 
 // ---- RESULTS.md ----
 const version = (p: string) => {
@@ -49,11 +57,11 @@ try {
   // no previous results
 }
 const rows: Row[] = [];
-for (const j of jobs) {
+for (const j of selected) {
   const label = `${j.file} ${(j.args ?? []).join(" ")} ${j.env ? JSON.stringify(j.env) : ""}`.trim();
   process.stderr.write(`bench: ${label} ...\n`);
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, ["--import", "tsx", `${here}suites/${j.file}`, ...(quick ? ["--quick"] : []), ...(j.args ?? [])], {
+  const r = spawnSync(process.execPath, ["--import", "tsx", `${here}${j.dir ?? "suites"}/${j.file}`, ...(quick ? ["--quick"] : []), ...(j.args ?? [])], {
     cwd: root, env: { ...process.env, ...j.env }, encoding: "utf8", timeout: j.timeoutS * 1000, maxBuffer: 1 << 26,
   });
   const got = (r.stdout ?? "").split("\n").filter((l) => l.startsWith("ROW ")).map((l) => JSON.parse(l.slice(4)) as Row);
@@ -67,6 +75,7 @@ for (const j of jobs) {
 
 function fmtRow(r: Row): string {
   if (r.error) return `${r.suite} ${r.workload}: ERROR ${r.error}`;
+  if (r.suite === SMALL) return `${r.suite} ${r.variant ?? ""}: median ${r.medianMs} ms (best ${r.ms}) ${r.note ?? ""}`;
   const v = r.gflops !== undefined ? `${r.gflops} GFLOP/s` : r.gbs !== undefined ? `${r.gbs} GB/s` : "";
   return `${r.suite} ${r.workload} ${r.variant ?? ""}: ${r.ms ?? ""} ms ${v} ${r.note ?? ""}`;
 }
@@ -79,7 +88,7 @@ const best = (suite: string, workload: string, variant?: string) =>
     .map((r) => r.gflops ?? r.gbs ?? 0).reduce((a, b) => Math.max(a, b), 0) || undefined;
 const x = (a?: number, b?: number) => (a && b ? `${(a / b).toFixed(2)}x` : "n/a");
 
-const workloads = [...new Set(rows.filter((r) => r.workload !== "info" && !r.error && r.suite !== "probe").map((r) => r.workload))];
+const workloads = [...new Set(rows.filter((r) => r.workload !== "info" && !r.error && r.suite !== "probe" && r.suite !== SMALL).map((r) => r.workload))];
 const lines: string[] = [];
 lines.push(`# Benchmark results`, ``);
 if (!done) lines.push(`(partial: the run was still going when this was written)`, ``);
@@ -101,6 +110,20 @@ for (const w of workloads) {
   const hw = unit === "GFLOP/s" ? peak : bw;
   const f = (v?: number) => (v === undefined ? "-" : String(v));
   lines.push(`| ${w} | ${unit} | ${f(t)} | ${f(js)} | ${f(o)} | ${f(tf)} | ${f(jx)} | ${x(t, o)} | ${x(t, wasmLib)} | ${hw && t ? ((100 * t) / hw).toFixed(0) + "%" : "n/a"} |`);
+}
+const small = rows.filter((r) => r.suite === SMALL && !r.error);
+const peer = small.find((r) => r.variant?.startsWith("pytorch") && !r.variant.endsWith("1 thread"));
+if (small.length) {
+  lines.push(``, `## Small GPT training step vs PyTorch eager (same run, bench/small_step)`, ``);
+  lines.push(`Vocab 96, C 128, 4 heads, 2 layers, T 64, batch 4; raw ops and plain SGD; the same initial weights and batches;`);
+  lines.push(`steps of all runners interleaved; median step time after warm-up. Peer: PyTorch eager at 2 threads (Debian python3-torch, OpenBLAS).`, ``);
+  lines.push(`| runner | median ms | best ms | PyTorch eager median ms | ratio (median) | losses |`, `|---|---|---|---|---|---|`);
+  for (const r of small) {
+    const isPeer = r === peer, isRef = r.variant?.startsWith("pytorch") && !isPeer;
+    const ratio = isPeer ? "peer" : isRef ? `${x(r.medianMs, peer?.medianMs)} (reference)` : x(r.medianMs, peer?.medianMs);
+    const losses = /losses across torchts modes (identical|DIFFER)(; max[^;]*)?/.exec(r.note ?? "")?.[0] ?? "";
+    lines.push(`| ${r.variant} | ${r.medianMs ?? ""} | ${r.ms ?? ""} | ${peer?.medianMs ?? "?"} | ${ratio} | ${losses} |`);
+  }
 }
 lines.push(``, `## All rows`, ``, `| suite | workload | variant | best ms | median ms | GFLOP/s | GB/s | note |`, `|---|---|---|---|---|---|---|---|`);
 for (const r of rows)

@@ -1,0 +1,161 @@
+// Issue 18's small GPT training step (vocab 96, C 128, 4 heads, 2 layers, T 64, batch 4; raw ops,
+// plain SGD) in torchts strict eager, fused eager (each step ends with torch.sync()) and
+// torch.compile of the step, against the same step in PyTorch eager (small_step.py, Debian's
+// python3-torch 1.13 on OpenBLAS, 2 threads; and at 1 thread, as a reference row), in one run. All
+// runners start from the same weights (model.ts writes them for PyTorch) and see the same batches;
+// the torchts modes' losses must be identical. Steps are interleaved in rounds
+// (a few steps of each, the order rotating per round) so load from other processes hits every
+// runner alike; the median step time after the warm-up steps is reported.
+//   node --import tsx bench/small_step/small_step.ts [--quick] [--steps N] [--python /usr/bin/python3]
+// Prints a table, and ROW lines (suite "small-step") for bench/run.ts.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { createInterface } from "node:readline";
+import * as torch from "../../packages/torchts/src/index.js";
+import { fmaPeak } from "../../packages/torchts/src/device/cpu/wasm/index.js";
+import { QUICK, emit, numberArg, round } from "../lib.js";
+import { CFG, batchTensors, batches, makeModel, step, writeData } from "./model.js";
+
+const STEPS = numberArg("--steps") ?? (QUICK ? 12 : 48); // per runner, warm-up included
+const WARM = QUICK ? 4 : 6; // compile replays from its fourth call; fused's plan cache fills in the first
+const ROUND = 3; // steps of one runner before switching to the next
+const python = process.argv.includes("--python") ? process.argv[process.argv.indexOf("--python") + 1]! : "/usr/bin/python3";
+const here = new URL(".", import.meta.url).pathname;
+const S = "small-step";
+const W = "small GPT train step";
+
+// FLOPs per step (forward 2 per multiply-add; backward twice the forward): matmuls only
+const { V, C, L, T, B } = CFG;
+const fwd = 2 * B * T * (L * (3 * C * C + C * C + 8 * C * C) + C * V) + L * 2 * 2 * B * T * T * C;
+const flopsPerStep = 3 * fwd;
+
+// ---- PyTorch workers (2 threads: the peer; 1 thread: for reference) ----
+const dir = mkdtempSync(`${tmpdir()}/small_step-`);
+writeData(dir, STEPS);
+function pyWorker(threads: number) {
+  const py = spawn(python, [`${here}small_step.py`, dir, "--threads", String(threads)], { stdio: ["pipe", "pipe", "inherit"] });
+  const pending: ((l: string) => void)[] = [], early: string[] = []; // lines nobody asked for yet wait in early
+  createInterface({ input: py.stdout }).on("line", (l) => (pending.length ? pending.shift()!(l) : early.push(l)));
+  const exit = new Promise<number | string | null>((r) => {
+    py.on("exit", (c) => r(c));
+    py.on("error", (e) => r(e.message)); // no such interpreter
+  });
+  py.stdin.on("error", () => {}); // writes to a dead worker: its exit is reported instead
+  return {
+    exit,
+    close: () => py.stdin.write("quit\n"),
+    async ask(cmd?: string): Promise<Record<string, unknown>> {
+      const got = new Promise<string>((r) => (early.length ? r(early.shift()!) : pending.push(r)));
+      if (cmd) py.stdin.write(cmd + "\n");
+      const l = await Promise.race([got, exit.then((c) => { throw new Error(`small_step.py exited (${c}) before answering '${cmd ?? "ready"}'`); })]);
+      return JSON.parse(l) as Record<string, unknown>;
+    },
+  };
+}
+const py2 = pyWorker(2), py1 = pyWorker(1);
+// without PyTorch (no /usr/bin/python3 with torch), the torchts rows still run, with no ratio
+let hello: Record<string, unknown> = {};
+let pyError = "";
+try {
+  hello = await py2.ask();
+  await py1.ask();
+} catch (e) {
+  pyError = String((e as Error).message ?? e);
+  process.stderr.write(`small_step: PyTorch unavailable (${python}): ${pyError}; running the torchts modes only\n`);
+}
+
+// ---- runners ----
+interface Runner {
+  name: string;
+  times: number[];
+  losses: number[];
+  /** Runs steps i .. i+k-1 back to back, recording each one's time and loss. */
+  run(i: number, k: number): Promise<void>;
+}
+const data = batches(STEPS).map(batchTensors);
+function tsRunner(mode: "strict" | "fused" | "compiled"): Runner {
+  const m = makeModel();
+  const fn = mode === "compiled" ? torch.compile((x: torch.Tensor, y: torch.Tensor) => step(m, x, y), { name: "small_step" }) : (x: torch.Tensor, y: torch.Tensor) => step(m, x, y);
+  const eager = mode === "strict" ? "strict" : "fused";
+  const r: Runner = {
+    name: mode, times: [], losses: [],
+    async run(i, k) {
+      for (let j = i; j < i + k; j++) {
+        const [x, y] = data[j]!;
+        const t0 = performance.now();
+        const v = await torch.withEagerMode(eager, async () => {
+          const l = fn(x, y);
+          torch.sync(); // fused: the backward and update run now, charged to this step
+          return await l.item();
+        });
+        r.times.push(performance.now() - t0);
+        r.losses.push(v);
+      }
+    },
+  };
+  return r;
+}
+function pyRunner(name: string, w: ReturnType<typeof pyWorker>): Runner {
+  const r: Runner = {
+    name, times: [], losses: [],
+    async run(_i, k) {
+      const got = (await w.ask(`run ${k}`)) as { times: number[]; losses: number[] };
+      r.times.push(...got.times);
+      r.losses.push(...got.losses);
+    },
+  };
+  return r;
+}
+const pt = pyRunner("pytorch", py2), pt1 = pyRunner("pytorch-1t", py1);
+const runners = [tsRunner("strict"), tsRunner("fused"), tsRunner("compiled")];
+const load0 = loadavg()[0]!;
+const t0 = performance.now();
+for (let done = 0, round = 0; done < STEPS; done += ROUND, round++) {
+  const k = Math.min(ROUND, STEPS - done);
+  const order = pyError ? [...runners] : [...runners, pt, pt1];
+  for (let s = 0; s < round % order.length; s++) order.push(order.shift()!); // rotate
+  for (const r of order) await r.run(done, k);
+}
+py2.close();
+py1.close();
+await Promise.all([py2.exit, py1.exit]);
+const peers = pyError ? [] : [pt, pt1];
+rmSync(dir, { recursive: true, force: true });
+const wallS = (performance.now() - t0) / 1000;
+
+// ---- report ----
+const median = (a: number[]) => [...a].sort((p, q) => p - q)[a.length >> 1]!;
+const steady = (r: Runner) => r.times.slice(WARM);
+const ptMs = pyError ? NaN : median(steady(pt));
+const same = runners.every((r) => r.losses.every((l, i) => Object.is(l, runners[0]!.losses[i])));
+const firstN = Math.min(10, STEPS);
+const maxDiff = (n: number) => pyError ? NaN : Math.max(...runners[0]!.losses.slice(0, n).map((l, i) => Math.abs(l - pt.losses[i]!)));
+const dFirst = maxDiff(firstN), dAll = maxDiff(STEPS);
+// the machine's FMA peak, as probe.ts measures it (best of two: the cores are shared)
+const peak = [fmaPeak(8192), fmaPeak(8192)].reduce((p, q) => (q && (!p || q.flops > p.flops) ? q : p), null);
+const lossNote = `losses across torchts modes ${same ? "identical" : "DIFFER"}` +
+  (pyError ? "" : `; max abs(torchts - PyTorch) ${dFirst.toExponential(1)} over the first ${firstN} steps, ${dAll.toExponential(1)} over ${STEPS}`);
+console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${STEPS} steps per runner (${WARM} warm-up), ${ROUND} per turn, ${wallS.toFixed(1)} s`);
+console.log(`load average ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end (${cpus().length} cores)${Math.max(load0, loadavg()[0]!) > 1.5 ? ": other processes shared the cores; PyTorch's OpenMP threads suffer most (a preempted thread stalls the barrier)" : ""}`);
+console.log(`${pyError ? `PyTorch unavailable (${pyError})` : `PyTorch ${hello.torch} eager, ${hello.threads} threads`}; torchts ${torch.backends.cpu.getNumThreads()} threads; FMA peak ${peak ? round(peak.flops / 1e9) : "?"} GFLOP/s (${peak?.threads ?? "?"} threads, wasm SIMD); ${(flopsPerStep / 1e6).toFixed(0)} MFLOP/step (matmuls)`);
+console.log(`runner     median ms   best ms   first ms   / PyTorch   % FMA peak`);
+for (const r of [...runners, ...peers]) {
+  const st = steady(r);
+  const med = median(st);
+  const ratio = r === pt ? "(peer)" : r === pt1 ? "(ref)" : pyError ? "-" : `${(med / ptMs).toFixed(2)}x`;
+  const pct = peak ? `${((100 * flopsPerStep) / (med / 1000) / peak.flops).toFixed(1)}%` : "?";
+  console.log(`${r.name.padEnd(10)} ${med.toFixed(1).padStart(9)} ${Math.min(...st).toFixed(1).padStart(9)} ${r.times[0]!.toFixed(0).padStart(10)} ${ratio.padStart(11)} ${pct.padStart(12)}`);
+  emit({
+    suite: S, workload: W, variant: r === pt ? `pytorch ${hello.torch} eager` : r === pt1 ? `pytorch ${hello.torch} eager 1 thread` : `torchts ${r.name}`, ms: round(Math.min(...st)), medianMs: round(med),
+    gflops: round(flopsPerStep / (med / 1000) / 1e9),
+    note: r === pt || r === pt1
+      ? `${r === pt ? "the peer" : "for reference, not the peer"}; ${r === pt ? hello.threads : 1} thread(s); first step ${round(r.times[0]!)} ms; losses ${r.losses.slice(0, 3).map((l) => l.toFixed(5)).join(" ")} ... ${r.losses.at(-1)!.toFixed(5)}`
+      : `${pyError ? "no PyTorch peer" : `vs PyTorch eager ${round(ptMs)} ms: ${(med / ptMs).toFixed(2)}x`}; first step ${round(r.times[0]!)} ms; ${lossNote}`,
+  });
+}
+if (pyError) emit({ suite: S, workload: W, variant: "pytorch eager", error: `PyTorch unavailable (${python}): ${pyError}`.slice(0, 300) });
+console.log(`losses: strict ${runners[0]!.losses.slice(0, 4).map((l) => l.toFixed(6)).join(" ")} ... ${runners[0]!.losses.at(-1)!.toFixed(6)}`);
+if (!pyError) console.log(`        pytorch ${pt.losses.slice(0, 4).map((l) => l.toFixed(6)).join(" ")} ... ${pt.losses.at(-1)!.toFixed(6)}`);
+console.log(lossNote);
+if (!same) for (const r of runners) console.log(`  ${r.name}: ${r.losses.map((l) => l.toFixed(7)).join(" ")}`);
