@@ -6,17 +6,22 @@ import "./ops/tensor_basics.js";
 
 _register("cpu", cpuDevice);
 
-export { Tensor, scope, keep } from "./tensor.js";
+export { Tensor, scope } from "./tensor.js";
 export type { Scalar, TensorLike, NestedArray } from "./tensor.js";
 export type { DType } from "./ir/dtype.js";
 export { promoteTypes, getDefaultDtype, setDefaultDtype, numel, isTensor, device } from "./ops/utility.js";
-export { registerDevice, getDevice } from "./device/plugin.js";
+export { registerDevice } from "./device/plugin.js";
 export type { DevicePlugin, DeviceBuffer, Executable, KernelArg } from "./device/plugin.js";
 export type { CompositeName } from "./ir/prims.js";
 export type { IRGraph, IRNode, PrimName, PrimParams } from "./ir/prims.js";
-export { setEagerMode, getEagerMode, withEagerMode, setDetectAnomaly, isAnomalyEnabled } from "./runtime/mode.js";
+export { withEagerMode } from "./runtime/mode.js";
 export type { EagerMode } from "./runtime/mode.js";
-export { noGrad, enableGrad, inferenceMode, isGradEnabled, setGradEnabled, isInferenceMode } from "./autograd/grad_mode.js";
+export { noGrad, enableGrad, inferenceMode } from "./autograd/grad_mode.js";
+// runtime switches as op-table entries (their arguments are checked like every op's)
+export {
+  setEagerMode, getEagerMode, setDetectAnomaly, isAnomalyEnabled, setGradEnabled, isGradEnabled, isInferenceMode, setCpuFallback,
+  sync, keep, getDevice,
+} from "./ops/runtime_controls.js";
 export * from "./ops/creation.js";
 export * from "./ops/math.js";
 export * from "./ops/shape_ops.js";
@@ -32,7 +37,6 @@ export { OutOfMemoryError } from "./runtime/errors.js";
 import { cacheStats, resetCache } from "./runtime/cache.js";
 import { compileStats, hostScalars, resetCompileStats } from "./compile/index.js";
 import { memoryStats, resetPeakStats } from "./runtime/memory.js";
-import { flushAll } from "./runtime/dispatch.js";
 import { gradcheck } from "./autograd/gradcheck.js";
 
 export const compiler = { cacheStats, resetCache, stats: compileStats, resetStats: resetCompileStats, hostScalars };
@@ -42,10 +46,6 @@ export * as profiler from "./runtime/profiler_api.js";
 export const memory = { stats: memoryStats, resetPeakStats };
 export * as autograd from "./autograd/index.js";
 export { gradcheck };
-/** torch.sync(): run all pending (fused-mode) work. */
-export function sync(): void {
-  flushAll();
-}
 export const float32 = "float32" as const;
 export const float = "float32" as const;
 export const float64 = "float64" as const;
@@ -76,5 +76,4 @@ export * as serialization from "./io/checkpoint.js";
 export * as amp from "./amp/index.js";
 export { autocast } from "./amp/autocast.js";
 export * as webgpu from "./webgpu.js";
-export { setCpuFallback } from "./webgpu.js";
 export * as backends from "./backends.js";

@@ -459,6 +459,8 @@ function namesOp(msg: string, name: string): boolean {
 
 /** Ops whose result is random whatever the seed (torch.seed() draws a fresh seed): forms are not compared. */
 const NONDETERMINISTIC = new Set(["seed"]);
+/** Ops whose result is the eager mode itself. */
+const MODE_DEPENDENT = new Set(["getEagerMode"]);
 
 export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
   const log = o.log ?? (() => {});
@@ -495,6 +497,8 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
   let t0 = Date.now();
   for (const [ki, key] of keys.entries()) {
     const def = OP_TABLE.get(key)!;
+    // the runtime switches are ops too (setGradEnabled, setDetectAnomaly...): each op starts from the same state
+    restoreGlobals();
     const info = infos[key];
     if (!info) {
       fail(`${key}: no samples in test/ops/opinfo`);
@@ -517,6 +521,7 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
       let isAsync = false;
       for (const mode of modes) {
         torch.setEagerMode(mode);
+        if (MODE_DEPENDENT.has(key)) first = null; // its value is the mode: forms agree within one
         for (const form of formsOf(def, sc, fresh, rng)) {
           rep.calls++;
           rep.validCalls++;
@@ -709,6 +714,14 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
       t0 = Date.now();
     }
   }
+  restoreGlobals();
   torch.setEagerMode(prevMode);
   return rep;
+}
+
+function restoreGlobals(): void {
+  torch.setGradEnabled(true);
+  torch.setDetectAnomaly(false);
+  torch.setCpuFallback(false);
+  torch.setDefaultDtype("float32");
 }

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import * as torch from "../../src/index.js";
 import { OP_TABLE, opOf } from "../../src/ops/registry.js";
 
-/** torch.* functions that are not ops: they take callbacks or control the runtime itself. */
+/** torch.* functions that are not ops: they take a callback (context managers, compile) or do file I/O, or register a device plugin. */
 const NOT_OPS_TORCH: Record<string, string> = {
   compile: "wraps a user function (torch.compile)",
   noGrad: "runs a callback (context manager)",
@@ -16,18 +16,7 @@ const NOT_OPS_TORCH: Record<string, string> = {
   withEagerMode: "runs a callback (mode scope)",
   autocast: "runs a callback (context manager)",
   gradcheck: "runs a callback",
-  keep: "marks a tensor in the running scope",
-  setEagerMode: "runtime control (validates its own argument)",
-  getEagerMode: "runtime query",
-  setDetectAnomaly: "runtime control",
-  isAnomalyEnabled: "runtime query",
-  isGradEnabled: "runtime query",
-  setGradEnabled: "runtime control",
-  isInferenceMode: "runtime query",
   registerDevice: "plugin registration",
-  getDevice: "plugin lookup",
-  setCpuFallback: "runtime control",
-  sync: "runtime control (torch.sync, xm.mark_step)",
   save: "serialization (async file I/O)",
   load: "serialization (async file I/O)",
 };

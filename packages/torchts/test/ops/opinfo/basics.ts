@@ -23,3 +23,19 @@ export const OPINFO: OpInfos = {
     { self: mk.randn([3], { requiresGrad: true }).mul(3), gradient: mk.randn([3]), retainGraph: true, createGraph: false },
   ],
 };
+
+/** The runtime switches (src/ops/runtime_controls.ts): the fuzzer restores the global state after each op. */
+export const RUNTIME_OPINFO: OpInfos = {
+  setEagerMode: () => [{ mode: "strict" }],
+  getEagerMode: () => [{}],
+  setDetectAnomaly: () => [{ mode: false }],
+  isAnomalyEnabled: () => [{}],
+  setGradEnabled: () => [{ mode: true }],
+  isGradEnabled: () => [{}],
+  isInferenceMode: () => [{}],
+  setCpuFallback: () => [{ enabled: false }],
+  sync: () => [{}],
+  keep: (mk) => [{ t: mk.randn([2]) }],
+  getDevice: () => [{ name: "cpu" }],
+};
+Object.assign(OPINFO, RUNTIME_OPINFO);
