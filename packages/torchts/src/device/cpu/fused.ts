@@ -16,19 +16,20 @@ import { strictUsesSumRows } from "./wasm/fused_reduce.js";
 
 export type FusedKernel = (outs: Arr[], ins: Arr[], offs: number[]) => void;
 
-// float32 exp/tanh/sigmoid are the wasm VMath approximations whenever the wasm backend is on
+// float32 exp/tanh/sigmoid/erf are the wasm VMath approximations whenever the wasm backend is on
 // (that is what strict eager runs); generated JS calls them through W, bound at load time.
-const VMATH_OPS = new Set(["exp", "tanh", "sigmoid"]);
+const VMATH_OPS = new Set(["exp", "tanh", "sigmoid", "erf"]);
 interface WMath {
   on: boolean;
   exp(x: number): number;
   tanh(x: number): number;
   sigmoid(x: number): number;
+  erf(x: number): number;
 }
 function wmath(): WMath {
   const rt = wasmRuntime();
-  if (rt) return { on: true, exp: rt.exports.vm_exp!, tanh: rt.exports.vm_tanh!, sigmoid: rt.exports.vm_sigmoid! };
-  return { on: false, exp: Math.exp, tanh: Math.tanh, sigmoid: (x) => 1 / (1 + Math.exp(-x)) };
+  if (rt) return { on: true, exp: rt.exports.vm_exp!, tanh: rt.exports.vm_tanh!, sigmoid: rt.exports.vm_sigmoid!, erf: rt.exports.vm_erf! };
+  return { on: false, exp: Math.exp, tanh: Math.tanh, sigmoid: (x) => 1 / (1 + Math.exp(-x)), erf: H.erf };
 }
 
 /** The value a typed array of dtype d would hold after storing expr. */

@@ -11,9 +11,9 @@ import { wasmSingle } from "./wasm/fused_wasm.js";
 
 // Below this many multiply-adds the JS kernel beats packing into wasm memory.
 const WASM_MATMUL_MIN_MACS = 4096;
-// float32 exp/tanh/sigmoid always run the wasm VMath approximations when wasm is on (any size,
+// float32 exp/tanh/sigmoid/erf always run the wasm VMath approximations when wasm is on (any size,
 // any layout), so every kernel computing them (strict, fused JS or wasm) agrees bit for bit.
-const VMATH_OPS = new Set(["exp", "tanh", "sigmoid"]);
+const VMATH_OPS = new Set(["exp", "tanh", "sigmoid", "erf"]);
 
 /** Wraps a JS kernel with a wasm fast path; the JS kernel runs when wasm declines. */
 function withWasm(js: Kernel, fast: (O: Arr, ins: Arr[], offs: number[]) => boolean): Kernel {
@@ -99,7 +99,7 @@ type Builder<P extends PrimName> = (n: IRNode<P>) => Kernel;
 
 /**
  * float32 unary/binary nodes run a generated wasm SIMD kernel (strided and broadcast operands
- * included) from WASM_EW_MIN elements; exp/tanh/sigmoid always do (their values are VMath's).
+ * included) from WASM_EW_MIN elements; exp/tanh/sigmoid/erf always do (their values are VMath's).
  */
 function wasmOrJs(n: IRNode, js: Kernel, always: boolean): Kernel {
   if (!always && numel(n.out.shape) < WASM_EW_MIN) return js;

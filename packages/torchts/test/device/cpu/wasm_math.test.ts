@@ -9,17 +9,18 @@ import { emitModule, Fn, I32, OP, V128 } from "../../../src/device/cpu/wasm/emit
 import { detect } from "../../../src/device/cpu/wasm/features.js";
 import { VMath } from "../../../src/device/cpu/wasm/vmath.js";
 import { softmaxRowsF32 } from "../../../src/device/cpu/wasm/index.js";
+import { erf as erf64 } from "../../../src/device/cpu/math.js";
 
 const on = process.env.TORCHTS_CPU_BACKEND !== "js";
 const features = detect();
 const MIN_NORMAL = 1.1754943508222875e-38;
 
-type Op = "exp" | "expNonPos" | "tanh" | "sigmoid" | "log";
+type Op = "exp" | "expNonPos" | "tanh" | "sigmoid" | "log" | "erf";
 const N = 1 << 18;
 
 /** dst[i] = op(src[i]) for each op and each code path, in one module over a fresh memory. */
 function build(fma: boolean) {
-  const ops: Op[] = ["exp", "expNonPos", "tanh", "sigmoid", "log"];
+  const ops: Op[] = ["exp", "expNonPos", "tanh", "sigmoid", "log", "erf"];
   const fns = ops.map((op) => {
     const f = new Fn(op, [I32, I32, I32]);
     const m = new VMath(f, fma);
@@ -110,7 +111,61 @@ for (const fma of paths) {
       });
     }
   });
+  test(`VMath (${name}): erf within 2 ulp of float64 erf over [-6, 6], the tails and the special values`, { skip: !on }, () => {
+    // a dense sweep (spacing ~4.6e-5, every ulp near the split at 0.875 and the clamp at 4 too),
+    // then tiny, denormal and huge arguments
+    const xs: number[][] = [Array.from(sweep(-6, 6)), Array.from(sweep(0.86, 0.89)), Array.from(sweep(-0.89, -0.86)), Array.from(sweep(3.8, 4.2))];
+    const tails: number[] = [];
+    for (let e = -149; e <= 127; e++) for (const m of [1, 1.3, 1.75]) tails.push(m * 2 ** e, -m * 2 ** e);
+    xs.push(tails.map(Math.fround));
+    let worst = 0;
+    for (const x of xs) {
+      const y = run!("erf", x);
+      x.forEach((v, i) => {
+        const want = erf64(v);
+        const u = Math.abs(want) < MIN_NORMAL ? Math.abs(y[i]! - want) / 2 ** -149 : ulps(y[i]!, want);
+        worst = Math.max(worst, u);
+        assert.ok(u <= 2, `erf(${v}) = ${y[i]}, want ${want} (${u} ulp)`);
+      });
+    }
+    assert.ok(worst > 0.5, "the sweep exercised rounding");
+    const special = [NaN, Infinity, -Infinity, 0, -0, 4, -4, 6, 1e30, -3.4e38];
+    // -0 -> -0 as torch (C's erf) gives; the JS series in math.ts returns +0 there
+    const want = special.map((v) => (Object.is(v, -0) ? -0 : Math.fround(erf64(v))));
+    const got = run!("erf", special);
+    special.forEach((v, i) => assert.ok(Object.is(got[i], want[i]), `erf(${v}) = ${got[i]}, want ${want[i]}`));
+  });
 }
+
+test("erf / GELU: strict (wasm erf kernel) and fused (wasm epilogue, matmul + GELU and its backward) are bit-identical", { skip: !on }, async () => {
+  const F = torch.nn.functional;
+  async function run() {
+    torch.manualSeed(3);
+    const x = torch.randn(8, 64, 48).mul(3);
+    const w = torch.randn(48, 96).mul(0.2).requiresGrad_();
+    const z = torch.tensor([NaN, Infinity, -Infinity, 0, -0, 1e-40, 5, -5, 0.875 * Math.SQRT2, -20], { dtype: "float32" });
+    const h = F.gelu(x.matmul(w));
+    h.sum().backward();
+    return {
+      h: Array.from((await h.data()) as Float32Array),
+      g: Array.from((await w.grad!.data()) as Float32Array),
+      e: Array.from((await torch.erf(x).data()) as Float32Array),
+      z: Array.from((await torch.erf(z).data()) as Float32Array),
+      gz: Array.from((await F.gelu(z).data()) as Float32Array),
+    };
+  }
+  const strict = await torch.withEagerMode("strict", run);
+  const fused = await torch.withEagerMode("fused", run);
+  for (const k of Object.keys(strict) as (keyof typeof strict)[]) {
+    assert.equal(strict[k].length, fused[k].length);
+    strict[k].forEach((v, i) => assert.ok(Object.is(v, fused[k][i]), `${k}[${i}]: strict ${v}, fused ${fused[k][i]}`));
+  }
+  // and the wasm values are erf's: float32 erf of the inputs to 2 ulp
+  const xs = Array.from((await torch.withEagerMode("strict", async () => { torch.manualSeed(3); return torch.randn(8, 64, 48).mul(3).data(); })) as Float32Array);
+  xs.forEach((v, i) => assert.ok(ulps(strict.e[i]!, erf64(v)) <= 2 || Math.abs(erf64(v)) < MIN_NORMAL, `erf(${v}) = ${strict.e[i]}`));
+  assert.deepEqual(strict.z.slice(0, 3), [NaN, 1, -1]);
+  assert.ok(Object.is(strict.z[4], -0) && Object.is(strict.z[3], 0));
+});
 
 test("softmax / logSoftmax rows: NaN, -inf and +inf rows as torch, every row length's vector/tail split", { skip: !on }, async () => {
   const rows = [

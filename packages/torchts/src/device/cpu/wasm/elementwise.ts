@@ -4,7 +4,7 @@
 import { F32, Fn, I32, OP, SIMD, V128 } from "./emitter.js";
 import { VMath } from "./vmath.js";
 
-export const UNARY_WASM = ["exp", "tanh", "sigmoid", "neg", "abs", "sqrt", "reciprocal", "identity"] as const;
+export const UNARY_WASM = ["exp", "tanh", "sigmoid", "erf", "neg", "abs", "sqrt", "reciprocal", "identity"] as const;
 export type UnaryWasm = (typeof UNARY_WASM)[number];
 
 function unaryBody(op: UnaryWasm, f: Fn, m: VMath, x: number): void {
@@ -12,6 +12,7 @@ function unaryBody(op: UnaryWasm, f: Fn, m: VMath, x: number): void {
     case "exp": return m.exp(x);
     case "tanh": return m.tanh(x);
     case "sigmoid": return m.sigmoid(x);
+    case "erf": return m.erf(x);
     case "neg": f.get(x).simd(SIMD.f32x4neg); return;
     case "abs": f.get(x).simd(SIMD.f32x4abs); return;
     case "sqrt": f.get(x).simd(SIMD.f32x4sqrt); return;
@@ -202,7 +203,7 @@ function sumRows(): Fn {
 }
 
 /** vm_<op>(x: f32) -> f32: one lane of the vector kernel, so JS code computes bit-identical values. */
-function scalar(op: "exp" | "tanh" | "sigmoid", fma: boolean): Fn {
+function scalar(op: "exp" | "tanh" | "sigmoid" | "erf", fma: boolean): Fn {
   const f = new Fn(`vm_${op}`, [F32], [F32]);
   const m = new VMath(f, fma);
   const x = f.local(V128);
@@ -215,6 +216,6 @@ function scalar(op: "exp" | "tanh" | "sigmoid", fma: boolean): Fn {
 export function elementwiseFns(fma: boolean): Fn[] {
   return [
     ...UNARY_WASM.map((op) => unary(op, false, fma)), unary("tanh", true, fma), softmaxRows(fma), sumRows(),
-    scalar("exp", fma), scalar("tanh", fma), scalar("sigmoid", fma), logSoftmaxRows(fma),
+    scalar("exp", fma), scalar("tanh", fma), scalar("sigmoid", fma), logSoftmaxRows(fma), scalar("erf", fma),
   ];
 }

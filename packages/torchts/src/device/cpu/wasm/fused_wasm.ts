@@ -1,6 +1,6 @@
 // Fused float32 kernels compiled to wasm SIMD at run time: one small module per kernel over the
 // shared memory, its function added to the worker pool. Each node computes exactly what strict
-// eager computes for it (f32 ops round like Math.fround; exp/tanh/sigmoid are the VMath
+// eager computes for it (f32 ops round like Math.fround; exp/tanh/sigmoid/erf are the VMath
 // approximations the strict wasm kernels use), so results stay bit-identical. Patterns or ops
 // not handled here return null and the caller keeps the JS fused kernel.
 import type { IRNode } from "../../../ir/prims.js";
@@ -12,7 +12,7 @@ import { VMath } from "./vmath.js";
 import { wasmRuntime, type WasmRuntime } from "./runtime.js";
 import { emitReduction, reductionPlan, type ReductionPlan } from "./fused_reduce.js";
 
-const UNARY_OK = new Set(["identity", "neg", "abs", "sqrt", "rsqrt", "reciprocal", "exp", "tanh", "sigmoid", "floor", "ceil", "trunc", "round"]);
+const UNARY_OK = new Set(["identity", "neg", "abs", "sqrt", "rsqrt", "reciprocal", "exp", "tanh", "sigmoid", "erf", "floor", "ceil", "trunc", "round"]);
 const BINARY_OK = new Set(["add", "sub", "mul", "div", "maximum", "minimum"]);
 /** Elements per thread below which waking workers costs more than it saves (cheap ops need more). */
 function minElemsPerThread(g: FusedGraph): number {
@@ -20,7 +20,7 @@ function minElemsPerThread(g: FusedGraph): number {
   for (const n of g.nodes) cost += n.prim === "unary" && VMATH.has((n as IRNode<"unary">).params.op) ? 12 : 1;
   return Math.min(65536, Math.max(4096, Math.floor(131072 / cost)));
 }
-const VMATH = new Set(["exp", "tanh", "sigmoid"]);
+const VMATH = new Set(["exp", "tanh", "sigmoid", "erf"]);
 
 const COMPARE: Record<string, number> = { eq: 0x41, ne: 0x42, lt: 0x43, gt: 0x44, le: 0x45, ge: 0x46 }; // f32x4.*
 
@@ -119,6 +119,7 @@ export function emitNode(g: FusedGraph, c: Ctx, j: number): void {
     case "exp": c.m!.exp(a); break;
     case "tanh": c.m!.tanh(a); break;
     case "sigmoid": c.m!.sigmoid(a); break;
+    case "erf": c.m!.erf(a); break;
     case "rsqrt": rsqrtF64(f, a); break;
     default: throw new Error(`fused wasm: unary ${op}`);
   }
@@ -139,7 +140,7 @@ function rsqrtF64(f: Fn, a: number): void {
 const F32X4_NE = 0x42, F32X4_CEIL = 0x67, F32X4_TRUNC = 0x69, F32X4_REPLACE_LANE = 0x20;
 
 export function needsVMath(g: FusedGraph): boolean {
-  return g.nodes.some((n) => n.prim === "unary" && ["exp", "tanh", "sigmoid"].includes((n as IRNode<"unary">).params.op));
+  return g.nodes.some((n) => n.prim === "unary" && VMATH.has((n as IRNode<"unary">).params.op));
 }
 
 /** Loads the K external pointers then Q output pointers from the argument block at `argp`. */

@@ -1,6 +1,6 @@
 // Vectorized float32 math emitted inline into kernels: each function reads its argument from a
 // v128 local and leaves the result on the stack. Accuracy is a few ulp (checked against
-// Math.exp/Math.tanh over wide ranges in test/device/cpu/wasm_kernels.test.ts and wasm_math.test.ts).
+// Math.exp/Math.tanh (and erf against float64 erf) over wide ranges in test/device/cpu/wasm_kernels.test.ts and wasm_math.test.ts).
 // Cost matters more than elegance here (these bound softmax and the fused activations): clamps
 // use pmin/pmax (one x86 instruction each; an unordered compare keeps the first operand, so NaN
 // still passes) instead of the NaN-canonicalizing min/max, and 2^n comes from the bits of the
@@ -23,6 +23,14 @@ const EXP_LO = -104;
 // expNonPos: n = -127 at the clamp, whose 2^n bits are those of +0 (a flush below ~-87.68)
 const EXPN_LO = -88;
 const TANH_CLAMP = 7.90531110763549805;
+// erf (see VMath.erf): the split, the clamp, g's expansion point and the float32 coefficients
+// (highest degree first) of q(x^2) ~ erf(x)/x - 1 and g(|x| - ERF_MID) ~ erfc(x)*exp(x^2)
+const ERF_SPLIT = 0.875, ERF_HI = 4, ERF_MID = 2.4375;
+const ERF_A = [8.675391291035339e-05, -0.000821110385004431, 0.005206747446209192, -0.026861583814024925,
+  0.11283732950687408, -0.37612634897232056, 0.12837916612625122];
+const ERF_B = [9.713853614812251e-06, 2.273601967317518e-05, 4.619076935341582e-05, -8.466002327622846e-05,
+  0.00018477984122000635, -0.0008484939462505281, 0.0027160802856087685, -0.008636114187538624,
+  0.026500804349780083, -0.07756106555461884, 0.21555238962173462];
 
 const RELAXED_NMADD = 0x106; // f32x4.relaxed_nmadd: -(a*b) + c
 const RELAXED_LANESELECT = 0x10b; // i32x4.relaxed_laneselect
@@ -177,6 +185,40 @@ export class VMath {
     f.set(r);
     f.op(0x0b); // end
     f.get(r);
+  }
+
+  /**
+   * erf(x), within about an ulp of float64 erf over the whole float32 range (checked in
+   * wasm_math.test.ts). Both pieces are computed for every lane and one is selected:
+   * |x| < 0.875: x + x*q(x^2), q a degree-6 relative minimax fit of erf(x)/x - 1 (the final
+   * multiply-add keeps q's rounding an order below the result's); otherwise 1 - exp(-x^2)*g(|x|)
+   * with x's sign, g a degree-10 polynomial in |x| - 2.4375 fitted to erfc(x)*exp(x^2) on
+   * [0.875, 4] (weighted by exp(-x^2), i.e. absolute error on erf). |x| is clamped at 4, where
+   * erf already rounds to +-1 (inf too); NaN passes through both pieces; +-0 gives +-0.
+   */
+  erf(x: number): void {
+    const f = this.f;
+    const [ax, u, pa] = [this.t[6]!, this.t[7]!, this.t[8]!]; // expNonPos below uses t[0..5]
+    f.get(x).simd(SIMD.f32x4abs).f32x4(ERF_HI).simd(SIMD.f32x4pmin).set(ax);
+    // small |x|: x + x*q(x^2)
+    f.get(x).get(x).simd(SIMD.f32x4mul).set(u);
+    f.f32x4(ERF_A[0]!);
+    for (let i = 1; i < ERF_A.length; i++) this.mulAdd(u, ERF_A[i]!);
+    if (this.fma) f.get(x).get(x).simd(SIMD.relaxedMadd);
+    else f.get(x).simd(SIMD.f32x4mul).get(x).simd(SIMD.f32x4add);
+    f.set(pa);
+    // large |x|: 1 - exp(-x^2)*g(|x|), sign from x
+    if (!this.fma) f.f32x4(1);
+    f.get(ax).get(ax).simd(SIMD.f32x4mul).simd(SIMD.f32x4neg).set(u);
+    this.expNonPos(u);
+    f.get(ax).f32x4(ERF_MID).simd(SIMD.f32x4sub).set(u);
+    f.f32x4(ERF_B[0]!);
+    for (let i = 1; i < ERF_B.length; i++) this.mulAdd(u, ERF_B[i]!);
+    if (this.fma) f.f32x4(1).simd(RELAXED_NMADD);
+    else f.simd(SIMD.f32x4mul).simd(SIMD.f32x4sub);
+    f.get(x).i32x4(-0x80000000).simd(SIMD.v128and).simd(SIMD.v128or).set(u);
+    f.get(pa).get(u).get(ax).f32x4(ERF_SPLIT).simd(SIMD.f32x4lt);
+    this.select();
   }
 
   /** sigmoid(x) = 1 / (1 + exp(-x)). */
