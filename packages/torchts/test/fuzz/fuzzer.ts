@@ -570,7 +570,7 @@ export async function runFuzz(o: FuzzOptions): Promise<FuzzReport> {
         }
       }
       // on the other device (webgpu): the same call with every tensor moved there, compared with cpu
-      if (o.otherDevice && first !== null && si === 0 && !isAsync && !NONDETERMINISTIC.has(key) && !RANDOM_OPS.test(key)) {
+      if (o.otherDevice && first !== null && si === 0 && !isAsync && !NONDETERMINISTIC.has(key) && !MODE_DEPENDENT.has(key) && !RANDOM_OPS.test(key)) {
         const dev = o.otherDevice;
         rep.calls++;
         try {
