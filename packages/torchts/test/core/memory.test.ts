@@ -190,10 +190,16 @@ test("memory: number operands are shared 0-dim constants that no scope frees, ev
     await torch.withEagerMode(mode, async () => {
       // first use inside a scope: the constant is created there, and broadcast views of it too
       const y = torch.scope(() => x.mul(0.37).add(x.mul(0.37)));
-      assert.deepEqual(Array.from(await y.data()), [0, 1, 2, 3].map((i) => Math.fround(Math.fround(i * c) * 2)));
+      assert.deepEqual(
+        Array.from(await y.data()),
+        [0, 1, 2, 3].map((i) => Math.fround(Math.fround(i * c) * 2)),
+      );
       const before = allocs();
       const z = torch.scope(() => x.mul(0.37)); // the same constant, after that scope ended
-      assert.deepEqual(Array.from(await z.data()), [0, 1, 2, 3].map((i) => Math.fround(i * c)));
+      assert.deepEqual(
+        Array.from(await z.data()),
+        [0, 1, 2, 3].map((i) => Math.fround(i * c)),
+      );
       assert.equal(allocs() - before, 1, `${mode}: x * 0.37 allocates only its result`);
       assert.ok(Object.is((await x.narrow(0, 1, 1).mul(-0).data())[0], -0), "-0 and 0 are different constants");
       assert.ok(Object.is((await x.narrow(0, 1, 1).mul(0).data())[0], 0));
