@@ -442,6 +442,16 @@ export function matmulPrim(a: Tensor, b: Tensor): Tensor {
  * mm_mat2_backward does the same).
  */
 function matmulGradB(a: Tensor, b: Tensor, g: Tensor): Tensor {
+  // b shared across a's batch (x [B, T, K] @ W [K, N], b's batch dims all 1): fold the batch into
+  // one 2-D matmul, a.reshape(-1, K)^T @ g.reshape(-1, N), instead of a batched matmul and a sum
+  // over the batch (PyTorch folds the batch the same way)
+  if (a.ndim > 2 && b.shape.slice(0, -2).every((d) => d === 1)) {
+    const K = a.shape[a.ndim - 1]!, N = g.shape[g.ndim - 1]!;
+    const rows = a.shape.slice(0, -1).reduce((p, q) => p * q, 1);
+    const a2 = reshape(a, [rows, K]), g2 = reshape(g, [rows, N]);
+    if (b.ndim === 2) return matmulGradB(a2, b, g2);
+    return reshape(matmulPrim(S._transpose(a2, 0, 1), g2), b.shape);
+  }
   if (a.ndim === 2 && b.ndim === 2 && b._strides[0] === 1 && b._strides[1] === b.shape[0] && b.shape[1]! > 1)
     return S._transpose(matmulPrim(S._transpose(g, 0, 1), a), 0, 1);
   return sumToShape(matmulPrim(S._transpose(a, -1, -2), g), b.shape);

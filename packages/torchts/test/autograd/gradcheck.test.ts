@@ -125,6 +125,50 @@ check("bmm", (a, b) => torch.bmm(a, b), () => [rnd([2, 2, 3]), rnd([2, 3, 2])]);
 check("linear", (x, w, b) => torch.linear(x, w, b), () => [rnd([2, 3]), rnd([4, 3]), rnd([4])]);
 check("outer and dot", (a, b) => torch.outer(a, b).sum().add(torch.dot(a, b)), () => [rnd([3]), rnd([3])]);
 
+// a batched activation times a shared weight: the weight's gradient folds the batch into one 2-D
+// matmul (x.reshape(-1, K)^T @ g.reshape(-1, N)) instead of a batched matmul and a sum
+check("matmul 3d@2d shared weight", (x, w) => torch.matmul(x, w), () => [rnd([2, 3, 4]), rnd([4, 5])]);
+check("matmul 4d@2d shared weight + bias", (x, w, b) => torch.matmul(x, w).add(b), () => [rnd([2, 2, 3, 4]), rnd([4, 5]), rnd([5])]);
+check("matmul 3d@transposed weight view", (x, w) => torch.matmul(x, w.t()), () => [rnd([2, 3, 4]), rnd([5, 4])]);
+check("matmul 4d@strided weight view + bias", (x, w, b) => torch.matmul(x, w.slice(1, 0, null, 2)).add(b), () => [rnd([2, 1, 3, 4]), rnd([4, 6]), rnd([3])]);
+check("matmul transposed 3d activation @2d", (x, w) => torch.matmul(x.transpose(0, 1), w), () => [rnd([3, 2, 4]), rnd([4, 2])]);
+check("matmul 3d@[1,K,N] and 3d@[1,1,K,N]", (x, w, v) => torch.matmul(x, w).sum().add(torch.matmul(x, v).pow(2).sum()), () => [rnd([2, 3, 4]), rnd([1, 4, 2]), rnd([1, 1, 4, 2])]);
+check("matmul 3d@1d", (x, w) => torch.matmul(x, w), () => [rnd([2, 3, 4]), rnd([4])]);
+check("linear 3d and 4d", (x, y, w, b) => torch.linear(x, w, b).sum().add(torch.linear(y, w).pow(2).sum()), () => [rnd([2, 3, 4]), rnd([2, 2, 3, 4]), rnd([5, 4]), rnd([5])]);
+
+test("folded weight gradient of a batched activation @ a shared weight matches the unfolded one", async () => {
+  const close = async (got: Tensor, want: Tensor, tol: number, what: string) => {
+    assert.deepEqual(got.shape, want.shape, what);
+    const g = (await got.reshape(-1).tolist()) as number[], w = (await want.reshape(-1).tolist()) as number[];
+    g.forEach((v, i) => assert.ok(Math.abs(v - w[i]!) <= tol * (1 + Math.abs(w[i]!)), `${what}[${i}] ${v} vs ${w[i]}`));
+  };
+  // view: how the weight enters (plain, transposed, strided); the unfolded reference expands it to the batch
+  const views: [string, number[], (w: Tensor) => Tensor][] = [
+    ["plain", [8, 6], (w) => w],
+    ["transposed", [6, 8], (w) => w.t()],
+    ["strided", [8, 12], (w) => w.slice(1, 1, null, 2)],
+  ];
+  for (const dtype of ["float64", "float32"] as const) {
+    const tol = dtype === "float64" ? 1e-12 : 1e-5;
+    for (const lead of [[3, 5], [2, 3, 5]]) {
+      for (const [vname, wshape, view] of views) {
+        for (const withBias of [false, true]) {
+          const x = rnd([...lead, 8]).to(dtype).detach().requiresGrad_();
+          const w = rnd(wshape).to(dtype).detach().requiresGrad_();
+          const b = rnd([6]).to(dtype).detach().requiresGrad_();
+          const up = rnd([...lead, 6], -1, 1, { grad: false }).to(dtype);
+          const loss = (y: Tensor) => (withBias ? y.add(b) : y).mul(up).sum();
+          const folded = torch.autograd.grad(loss(torch.matmul(x, view(w))), withBias ? [x, w, b] : [x, w]);
+          const we = view(w).expand([...lead.slice(0, -1), 8, 6]);
+          const unfolded = torch.autograd.grad(loss(torch.matmul(x, we)), withBias ? [x, w, b] : [x, w]);
+          const what = `${dtype} [${lead}] ${vname}${withBias ? " + bias" : ""}`;
+          for (let i = 0; i < folded.length; i++) await close(folded[i]!, unfolded[i]!, tol, `${what} grad ${i}`);
+        }
+      }
+    }
+  }
+});
+
 // ---- views and movement ----
 check("reshape of transposed view", (x) => x.t().reshape(-1), () => [rnd([3, 4])]);
 check("view and permute", (x) => x.view(2, 2, 3).permute(2, 0, 1), () => [rnd([4, 3])]);
@@ -222,6 +266,7 @@ gradgrad("exp/tanh/sigmoid/log/div chain", (x, y) => x.exp().mul(y.tanh()).add(x
 gradgrad("pow/sqrt/reciprocal", (x) => x.pow(2.5).add(x.sqrt().reciprocal()).sum(), () => [pos([5])]);
 gradgrad("matmul", (a, b) => torch.matmul(a, b).tanh().sum(), () => [rnd([2, 3]), rnd([3, 2])]);
 gradgrad("batched matmul broadcast", (a, b) => torch.matmul(a, b).pow(2).sum(), () => [rnd([2, 2, 3]), rnd([3, 2])]);
+gradgrad("4d activation @ transposed shared weight", (a, b) => torch.matmul(a, b.t()).pow(2).sum(), () => [rnd([2, 2, 2, 3]), rnd([2, 3])]);
 
 test("double backward of matmul matches the analytic Hessian-vector form", async () => {
   // f = sum((A B)^2): dA = 2 A B B^T; the second derivatives of sum(dA) come from PyTorch 1.13 (float64)
