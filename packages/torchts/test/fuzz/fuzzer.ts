@@ -189,8 +189,6 @@ async function canaryValues(): Promise<CanaryRef> {
       a.requiresGrad_();
       const loss = a.mul(2).sum().add(a.matmul(a).sum()).add(a.tanh().pow(2).mean());
       loss.backward();
-      const g = torch.Generator ? null : null;
-      void g;
       torch.manualSeed(7);
       const big = torch.randn(64, 64).mul(2).abs().sum();
       return { loss: Array.from(await loss.data()), grad: Array.from(await a.grad!.data()), sum: (await big.data())[0]! };
