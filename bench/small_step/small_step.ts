@@ -31,6 +31,9 @@ const fwd = 2 * B * T * (L * (3 * C * C + C * C + 8 * C * C) + C * V) + L * 2 * 
 const flopsPerStep = 3 * fwd;
 
 // ---- PyTorch workers (2 threads: the peer; 1 thread: for reference) ----
+// torchts runs at the peer's thread count too (its default is every core), so the ratios compare like with like
+const PEER_THREADS = 2;
+torch.backends.cpu.setNumThreads(PEER_THREADS);
 const dir = mkdtempSync(`${tmpdir()}/small_step-`);
 writeData(dir, STEPS);
 function pyWorker(threads: number) {
@@ -53,13 +56,15 @@ function pyWorker(threads: number) {
     },
   };
 }
-const py2 = pyWorker(2), py1 = pyWorker(1);
+const py2 = pyWorker(PEER_THREADS), py1 = pyWorker(1);
 // without PyTorch (no /usr/bin/python3 with torch), the torchts rows still run, with no ratio
 let hello: Record<string, unknown> = {};
 let pyError = "";
 try {
   hello = await py2.ask();
   await py1.ask();
+  if (hello.threads !== torch.backends.cpu.getNumThreads())
+    throw new Error(`PyTorch runs ${String(hello.threads)} threads, torchts ${torch.backends.cpu.getNumThreads()}: no like-for-like peer`);
 } catch (e) {
   pyError = String((e as Error).message ?? e);
   process.stderr.write(`small_step: PyTorch unavailable (${python}): ${pyError}; running the torchts modes only\n`);
