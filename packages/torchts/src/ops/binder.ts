@@ -15,10 +15,12 @@ export function registerKindCheck(kind: Kind, check: (v: unknown) => boolean): v
   customChecks[kind] = check;
 }
 
-/** Device names: `cpu`, `webgpu`, `cpu:0` — checked against the registered plugins by the op. */
-let deviceCheck: (v: string) => boolean = (v) => /^[a-z][a-z0-9_]*(:\d+)?$/.test(v);
-export function setDeviceCheck(f: (v: string) => boolean): void {
-  deviceCheck = f;
+/**
+ * Device strings: `cpu`, `webgpu`, `cpu:0`. Only the form is checked here; whether the device is
+ * registered is the op's check (as torch.device("cuda") is valid without CUDA).
+ */
+function deviceCheck(v: string): boolean {
+  return /^[a-z][a-z0-9_]*(:\d+)?$/.test(v);
 }
 
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -119,9 +121,10 @@ function listElems(
 
 /** Check (and normalize) one value; returns the value to pass on, or an error string in `err`. */
 function checkValue(s: Schema, p: Param, v: unknown, pos: number, method: boolean, err: { msg: string | null }): unknown {
+  // as the fast path: undefined is "not given" (the default), null is None (only for T?)
+  if (v === undefined && p.hasDefault) return p.default;
   if (v === undefined || v === null) {
     if (p.optional) return null;
-    if (v === undefined && p.hasDefault) return p.default;
     err.msg = `${where(s, p, pos, method)} must be ${expectedName(p)}, not NoneType`;
     return undefined;
   }
@@ -170,7 +173,7 @@ function checkValue(s: Schema, p: Param, v: unknown, pos: number, method: boolea
       if (typeof v !== "string" || !deviceCheck(v)) {
         err.msg =
           typeof v === "string"
-            ? `${where(s, p, pos, method)} must be torch.device, not '${v}' (not a registered device)`
+            ? `${where(s, p, pos, method)} must be torch.device, not '${v}' (not a device string such as 'cpu' or 'webgpu:0')`
             : `${where(s, p, pos, method)} must be torch.device, not ${pyTypeName(v)}`;
         return undefined;
       }

@@ -62,3 +62,14 @@ test("a single int is a list only for a sized list (int[2]) or PyTorch's varargs
   assert.throws(() => torch.zeros(-1, 3), (e: Error) => e.constructor === Error && /negative dimension -1/.test(e.message));
   assert.throws(() => torch.full(2 as never, 3), TypeError);
 });
+
+test("undefined is 'not given' (the default) and null is None in every path, fast or slow", () => {
+  const x = torch.zeros(2, 3);
+  const f = parseSchema("f(Tensor input, int? dim=-1, *, bool flag=False) -> Tensor");
+  // fast path (positional), slow path (options object, or a trailing kw-only object)
+  assert.deepEqual(bindArgs(f, [x, undefined]), [x, -1, false]);
+  assert.deepEqual(bindArgs(f, [x, undefined, { flag: true }]), [x, -1, true]);
+  assert.deepEqual(bindArgs(f, [x, { dim: undefined }]), [x, -1, false]);
+  assert.deepEqual(bindArgs(f, [x, null]), [x, null, false]);
+  assert.deepEqual(bindArgs(f, [x, null, { flag: true }]), [x, null, true]);
+});
