@@ -141,9 +141,11 @@ const POOL_CAP = 256 * 1024 * 1024;
 /** The sizes no cpu buffer can have (also checked when fused eager records a node, so it fails in its op). */
 function checkSize(dtype: DType, numel: number): void {
   // checked before anything changes: a NaN size once made the arena's bump pointer NaN
+  const per = hostArrayCtor(dtype).BYTES_PER_ELEMENT;
   if (!(numel >= 0 && numel <= MAX_HOST_LENGTH && Number.isInteger(numel)))
-    throw sizeError("cpu", numel, "elements", hostArrayCtor(dtype).BYTES_PER_ELEMENT, `a host array holds at most ${MAX_HOST_LENGTH} elements`);
-  const hostBytes = numel * hostArrayCtor(dtype).BYTES_PER_ELEMENT;
+    throw sizeError("cpu", numel, "elements", per, `a host array holds at most ${MAX_HOST_LENGTH} elements`);
+  const hostBytes = numel * per;
+  // past physical memory an allocation may still succeed (overcommit) and the process be killed when it is filled
   if (hostBytes > hostMemoryBytes()) throw outOfMemory(hostBytes, `cpu: the host has ${fmtBytes(hostMemoryBytes())} of memory`);
 }
 
@@ -160,15 +162,12 @@ export const cpu: DevicePlugin = {
       pooledBytes -= hit.byteLength;
       return new CpuBuffer(hit, numel * itemSize(dtype));
     }
-    const hostBytes = numel * hostArrayCtor(dtype).BYTES_PER_ELEMENT;
-    // past physical memory an allocation may still succeed (overcommit) and the process be killed when it is filled
-    if (hostBytes > hostMemoryBytes()) throw outOfMemory(hostBytes, `cpu: the host has ${fmtBytes(hostMemoryBytes())} of memory`);
     let data: HostArray;
     try {
       data = hostArray(dtype, numel);
     } catch (e) {
       // "Array buffer allocation failed" (the host has not that much memory) or an engine's own length limit
-      if (e instanceof RangeError) throw outOfMemory(hostBytes, `cpu: ${e.message}`);
+      if (e instanceof RangeError) throw outOfMemory(numel * hostArrayCtor(dtype).BYTES_PER_ELEMENT, `cpu: ${e.message}`);
       throw e;
     }
     return new CpuBuffer(data, numel * itemSize(dtype));
