@@ -13,12 +13,12 @@ import { H } from "./math.js";
 import { wasmRuntime } from "./wasm/runtime.js";
 import { buildWasmFused } from "./wasm/fused_wasm.js";
 import { strictUsesSumRows } from "./wasm/fused_reduce.js";
+import { VMATH_OPS } from "./wasm/vmath.js";
 
 export type FusedKernel = (outs: Arr[], ins: Arr[], offs: number[]) => void;
 
-// float32 exp/tanh/sigmoid/erf are the wasm VMath approximations whenever the wasm backend is on
+// float32 VMATH_OPS (exp/tanh/sigmoid/erf) are the wasm VMath approximations whenever the wasm backend is on
 // (that is what strict eager runs); generated JS calls them through W, bound at load time.
-const VMATH_OPS = new Set(["exp", "tanh", "sigmoid", "erf"]);
 interface WMath {
   on: boolean;
   exp(x: number): number;

@@ -8,12 +8,11 @@ import { buildComposite } from "./composites.js";
 import { matmulF32, sumRowsF32, wasmRuntime } from "./wasm/index.js";
 import { WASM_MIN_ELEMS } from "./wasm/ops.js";
 import { wasmSingle } from "./wasm/fused_wasm.js";
+import { VMATH_OPS } from "./wasm/vmath.js";
 
 // Below this many multiply-adds the JS kernel beats packing into wasm memory.
 const WASM_MATMUL_MIN_MACS = 4096;
-// float32 exp/tanh/sigmoid/erf always run the wasm VMath approximations when wasm is on (any size,
-// any layout), so every kernel computing them (strict, fused JS or wasm) agrees bit for bit.
-const VMATH_OPS = new Set(["exp", "tanh", "sigmoid", "erf"]);
+// float32 VMATH_OPS always run the wasm VMath approximations when wasm is on (any size, any layout).
 
 /** Wraps a JS kernel with a wasm fast path; the JS kernel runs when wasm declines. */
 function withWasm(js: Kernel, fast: (O: Arr, ins: Arr[], offs: number[]) => boolean): Kernel {

@@ -8,7 +8,7 @@ import { contiguousStrides, numel } from "../../../ir/shape.js";
 import type { FusedGraph } from "../../../runtime/fused_graph.js";
 import { collapse, type Arr } from "../codegen.js";
 import { emitModule, Fn, I32, OP, SIMD, V128 } from "./emitter.js";
-import { VMath } from "./vmath.js";
+import { VMath, VMATH_OPS } from "./vmath.js";
 import { wasmRuntime, type WasmRuntime } from "./runtime.js";
 import { emitReduction, reductionPlan, type ReductionPlan } from "./fused_reduce.js";
 
@@ -17,10 +17,9 @@ const BINARY_OK = new Set(["add", "sub", "mul", "div", "maximum", "minimum"]);
 /** Elements per thread below which waking workers costs more than it saves (cheap ops need more). */
 function minElemsPerThread(g: FusedGraph): number {
   let cost = 0;
-  for (const n of g.nodes) cost += n.prim === "unary" && VMATH.has((n as IRNode<"unary">).params.op) ? 12 : 1;
+  for (const n of g.nodes) cost += n.prim === "unary" && VMATH_OPS.has((n as IRNode<"unary">).params.op) ? 12 : 1;
   return Math.min(65536, Math.max(4096, Math.floor(131072 / cost)));
 }
-const VMATH = new Set(["exp", "tanh", "sigmoid", "erf"]);
 
 const COMPARE: Record<string, number> = { eq: 0x41, ne: 0x42, lt: 0x43, gt: 0x44, le: 0x45, ge: 0x46 }; // f32x4.*
 
@@ -140,7 +139,7 @@ function rsqrtF64(f: Fn, a: number): void {
 const F32X4_NE = 0x42, F32X4_CEIL = 0x67, F32X4_TRUNC = 0x69, F32X4_REPLACE_LANE = 0x20;
 
 export function needsVMath(g: FusedGraph): boolean {
-  return g.nodes.some((n) => n.prim === "unary" && VMATH.has((n as IRNode<"unary">).params.op));
+  return g.nodes.some((n) => n.prim === "unary" && VMATH_OPS.has((n as IRNode<"unary">).params.op));
 }
 
 /** Loads the K external pointers then Q output pointers from the argument block at `argp`. */

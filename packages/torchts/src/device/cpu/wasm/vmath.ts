@@ -8,6 +8,12 @@
 // instructions).
 import { Fn, SIMD, V128 } from "./emitter.js";
 
+/**
+ * The float32 unary ops whose values are VMath's whenever the wasm backend is on: every kernel computing
+ * them (strict wasm, fused JS through the vm_* exports, fused wasm) agrees bit for bit.
+ */
+export const VMATH_OPS: ReadonlySet<string> = new Set(["exp", "tanh", "sigmoid", "erf"]);
+
 const LOG2E = 1.4426950408889634;
 const C1 = 0.693359375; // ln2 split in two so n*C1 is exact
 const C2 = -2.12194440e-4;
