@@ -265,7 +265,16 @@ export class LLMEngine {
     const onAbort = () => this.abort(id);
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     this.kick();
-    return this.iterate(req, () => opts.signal?.removeEventListener("abort", onAbort));
+    const cleanup = () => opts.signal?.removeEventListener("abort", onAbort);
+    const it = this.iterate(req, cleanup);
+    // an async generator's return() before its first next() skips the generator's finally: abort here
+    const close = it.return!.bind(it);
+    it.return = (value?: unknown) => {
+      cleanup();
+      if (!req.finished) this.abort(id);
+      return close(value);
+    };
+    return it;
   }
 
   private async *iterate(req: Request, cleanup: () => void): AsyncIterableIterator<RequestOutput> {

@@ -119,6 +119,9 @@ test("abort ends a running or waiting request within one step and frees it", asy
   assert.equal(rb.tokens.length, 0);
   // breaking out of the loop aborts too
   for await (const _ of engine.generate(ids, { temperature: 0, maxTokens: 50 })) break;
+  // and so does return() before the first next()
+  await engine.generate(ids, { temperature: 0, maxTokens: 50, ignoreEos: true }).return!();
+  assert.equal(engine.stats.running + engine.stats.waiting, 0);
   await engine.idle();
   assert.equal(engine.stats.running, 0);
   assert.equal(engine.stats.waiting, 0);

@@ -246,3 +246,19 @@ test("/metrics parses; token counters' deltas equal the summed usage", async () 
   const done = (t: string) => family(t, "vllm:request_success_total")!.metrics.filter((m) => m.labels!.finished_reason !== "abort").reduce((a, m) => a + Number(m.value), 0);
   assert.equal(done(after) - done(before), 5);
 });
+
+test("a request refused with 429 part-way through its n choices leaves none of them running", async () => {
+  const small = await startServer(model, tokenizer, { maxNumSeqs: 1, maxWaiting: 1 });
+  try {
+    let tokens = 0;
+    small.engine.onEvent((e) => e.type === "token" && tokens++);
+    // choice 0 runs, choice 1 waits, choice 2 finds the queue full: all or none
+    const r = await post(`${small.url}/v1/completions`, { prompt: "a", n: 3, max_tokens: 100, ignore_eos: true });
+    assert.equal(r.status, 429);
+    isError(r, 429);
+    assert.ok(await until(() => small.engine.stats.running === 0 && small.engine.stats.waiting === 0, 1000), JSON.stringify(small.engine.stats));
+    assert.ok(tokens < 10, `the refused choices generated ${tokens} tokens`);
+  } finally {
+    await small.close();
+  }
+});
