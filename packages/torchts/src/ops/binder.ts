@@ -192,7 +192,7 @@ function checkValue(s: Schema, p: Param, v: unknown, pos: number, method: boolea
       if (p.kind === "Size")
         for (const d of r as number[])
           if (d < 0) {
-            err.msg = `${s.name}(): Trying to create tensor with negative dimension ${d}: [${(r as number[]).join(", ")}]`;
+            err.msg = `${s.name}(): ${NEGATIVE_DIMENSION} ${d}: [${(r as number[]).join(", ")}]`;
             return undefined;
           }
       return r;
@@ -244,6 +244,12 @@ const err = { msg: null as string | null };
 // ---- the fast path: positional calls whose every value is of its parameter's plain kind ----
 
 const FAIL = Symbol("fail");
+
+/** PyTorch checks sizes as values (a RuntimeError); every other binding failure is its TypeError. */
+const NEGATIVE_DIMENSION = "Trying to create tensor with negative dimension";
+export function isRuntimeBindError(msg: string): boolean {
+  return msg.includes(NEGATIVE_DIMENSION);
+}
 type Fast = (v: unknown) => unknown;
 
 function fastChecker(p: Param): Fast {

@@ -7,7 +7,7 @@
 import { Tensor } from "../tensor.js";
 import { enterOp, exitOp } from "../runtime/mode.js";
 import { opCheckpoint, opRollback } from "../runtime/dispatch.js";
-import { bindArgs, describeCall, signatureText } from "./binder.js";
+import { bindArgs, describeCall, isRuntimeBindError, signatureText } from "./binder.js";
 import { parseSchema, type Schema } from "./schema.js";
 
 type Impl = (...a: never[]) => unknown;
@@ -47,9 +47,9 @@ function nameError(e: unknown, name: string): Error {
   return e;
 }
 
-/** An argument error: a TypeError, except for sizes, which PyTorch checks as values (RuntimeError). */
+/** An argument error: a TypeError, except the value checks PyTorch raises as RuntimeError (sizes). */
 function bindError(msg: string): Error {
-  return msg.includes("Trying to create tensor with negative dimension") ? new Error(msg) : new TypeError(msg);
+  return isRuntimeBindError(msg) ? new Error(msg) : new TypeError(msg);
 }
 
 /** Outside the op scope, but errors (and async rejections) still name the op. */
@@ -79,8 +79,7 @@ function invoke(def: OpDef, args: ArrayLike<unknown>, self: Tensor | undefined):
     }
     if (typeof vals === "string") {
       // one reason is clearer than the list when every overload fails the same way
-      if (first.includes("unexpected keyword argument") && vals === first.replace(schemas[0]!.name, schemas[k - 1]!.name))
-        throw bindError(first);
+      if (first.includes("unexpected keyword argument") && vals === first) throw bindError(first);
       throw new TypeError(
         `${def.name}() received an invalid combination of arguments - got ${describeCall(args, self)}, but expected one of:\n` +
           schemas.map((s) => ` * ${signatureText(s)}`).join("\n"),
@@ -105,8 +104,9 @@ export interface OpOptions {
   /** table key when the name alone is taken by another op (e.g. "F.relu") */
   key?: string;
   /**
-   * Bind and validate only: the implementation runs outside the op scope (no op naming, no
-   * rollback), for entries that run other ops on the user's behalf (backward, host reads).
+   * Bind and validate, then run the implementation outside the op scope (the ops it runs are
+   * each their own op), for entries that run other ops on the user's behalf (backward, host
+   * reads, runtime switches); its errors are still named and its pending nodes rolled back.
    */
   transparent?: boolean;
 }
