@@ -91,53 +91,51 @@ function requestAdapter(c: Candidate, o: WebGPUOptions): Promise<GPUAdapter | nu
   return c.gpu.requestAdapter(opts);
 }
 
-/** Whether acquire(o) would find an adapter, without creating a device ("" reason when it would). */
-export async function probe(o: WebGPUOptions): Promise<{ ok: boolean; reason: string }> {
+/**
+ * The first candidate's adapter for which `use` succeeds, with `use`'s result; null and the
+ * reasons every candidate failed otherwise.
+ */
+async function firstAdapter<T>(o: WebGPUOptions, use: (c: Candidate, adapter: GPUAdapter) => Promise<T>): Promise<{ value: T | null; reason: string }> {
   const errors: string[] = [];
   const cs = await candidates(o, errors);
-  if (typeof cs === "string") return { ok: false, reason: cs };
+  if (typeof cs === "string") return { value: null, reason: cs };
   for (const c of cs) {
     try {
-      if (await requestAdapter(c, o)) return { ok: true, reason: "" };
+      const adapter = await requestAdapter(c, o);
+      if (adapter) return { value: await use(c, adapter), reason: "" };
       errors.push(`${c.backend}: no adapter`);
     } catch (e) {
       errors.push(`${c.backend}: ${(e as Error).message}`);
     }
   }
-  return { ok: false, reason: `no WebGPU adapter found (${errors.join("; ") || "none offered"})` };
+  return { value: null, reason: `no WebGPU adapter found (${errors.join("; ") || "none offered"})` };
+}
+
+/** Whether acquire(o) would find an adapter, without creating a device ("" reason when it would). */
+export async function probe(o: WebGPUOptions): Promise<{ ok: boolean; reason: string }> {
+  const r = await firstAdapter(o, async () => true);
+  return { ok: r.value === true, reason: r.reason };
 }
 
 export async function acquire(o: WebGPUOptions): Promise<{ ctx: GpuContext | null; reason: string }> {
-  const errors: string[] = [];
-  const cs = await candidates(o, errors);
-  if (typeof cs === "string") return { ctx: null, reason: cs };
-  for (const c of cs) {
-    try {
-      const adapter = await requestAdapter(c, o);
-      if (!adapter) {
-        errors.push(`${c.backend}: no adapter`);
-        continue;
-      }
-      const hasF16 = (o.useF16 ?? true) && adapter.features.has("shader-f16");
-      const lim = adapter.limits;
-      const device = await adapter.requestDevice({
-        requiredFeatures: hasF16 ? ["shader-f16"] : [],
-        requiredLimits: {
-          maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize,
-          maxBufferSize: lim.maxBufferSize,
-          maxComputeWorkgroupStorageSize: lim.maxComputeWorkgroupStorageSize,
-          maxComputeInvocationsPerWorkgroup: Math.max(256, Math.min(lim.maxComputeInvocationsPerWorkgroup, 1024)),
-          maxComputeWorkgroupSizeX: Math.max(64, Math.min(lim.maxComputeWorkgroupSizeX, 256)),
-          maxComputeWorkgroupSizeY: Math.max(16, Math.min(lim.maxComputeWorkgroupSizeY, 256)),
-          maxStorageBuffersPerShaderStage: lim.maxStorageBuffersPerShaderStage,
-        },
-      });
-      const i = adapter.info;
-      const info = [i?.vendor, i?.architecture, i?.device, i?.description].filter((s) => s).join(" ") || "unknown adapter";
-      return { ctx: { gpu: c.gpu, adapter, device, backend: c.backend, hasF16, info }, reason: "" };
-    } catch (e) {
-      errors.push(`${c.backend}: ${(e as Error).message}`);
-    }
-  }
-  return { ctx: null, reason: `no WebGPU adapter found (${errors.join("; ") || "none offered"})` };
+  const r = await firstAdapter(o, async (c, adapter): Promise<GpuContext> => {
+    const hasF16 = (o.useF16 ?? true) && adapter.features.has("shader-f16");
+    const lim = adapter.limits;
+    const device = await adapter.requestDevice({
+      requiredFeatures: hasF16 ? ["shader-f16"] : [],
+      requiredLimits: {
+        maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize,
+        maxBufferSize: lim.maxBufferSize,
+        maxComputeWorkgroupStorageSize: lim.maxComputeWorkgroupStorageSize,
+        maxComputeInvocationsPerWorkgroup: Math.max(256, Math.min(lim.maxComputeInvocationsPerWorkgroup, 1024)),
+        maxComputeWorkgroupSizeX: Math.max(64, Math.min(lim.maxComputeWorkgroupSizeX, 256)),
+        maxComputeWorkgroupSizeY: Math.max(16, Math.min(lim.maxComputeWorkgroupSizeY, 256)),
+        maxStorageBuffersPerShaderStage: lim.maxStorageBuffersPerShaderStage,
+      },
+    });
+    const i = adapter.info;
+    const info = [i?.vendor, i?.architecture, i?.device, i?.description].filter((s) => s).join(" ") || "unknown adapter";
+    return { gpu: c.gpu, adapter, device, backend: c.backend, hasF16, info };
+  });
+  return { ctx: r.value, reason: r.reason };
 }
