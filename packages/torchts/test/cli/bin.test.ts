@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -30,8 +30,11 @@ test("torchts --help prints the usage (from src/ through tsx, no build needed)",
   assert.match(out, /torchts logits --model DIR/);
 });
 
-test("npx torchts --help (node_modules/.bin/torchts, when npm ci linked it)", { skip: !existsSync(join(rootDir, "node_modules/.bin/torchts")) && "node_modules/.bin/torchts is not linked (installed before the launcher)" }, () => {
-  const out = execFileSync(join(rootDir, "node_modules/.bin/torchts"), ["--help"], { cwd: rootDir, encoding: "utf8" });
+test("npx torchts --help (node_modules/.bin/torchts, which npm ci links to the launcher)", () => {
+  const link = join(rootDir, "node_modules/.bin/torchts");
+  assert.ok(existsSync(link), "node_modules/.bin/torchts is not linked: run `npm ci` at the repository root");
+  assert.equal(realpathSync(link), realpathSync(launcher));
+  const out = execFileSync(link, ["--help"], { cwd: rootDir, encoding: "utf8" });
   assert.match(out, /^usage:\n {2}torchts generate/);
 });
 
