@@ -142,39 +142,42 @@ function parseSpecs(specs: readonly unknown[]): Item[] {
 interface IndexScan {
   min: number;
   max: number;
-  /** the values are data[off .. off + n) */
   data: ArrayLike<number>;
-  off: number;
-  n: number;
+}
+
+/**
+ * The values of `t` read on the host (this view's elements, row-major), or null where that is not
+ * cheap and synchronous (see indexBounds); a contiguous view is read without a copy. With
+ * materializedOnly, a value still pending in fused eager is not computed just to be checked (null).
+ * Shared with nn.functional's value checks (class targets, probabilities); not public API.
+ */
+export function _hostValues(t: Tensor, materializedOnly = false): ArrayLike<number> | null {
+  const st = t._storage;
+  if (!st.device.readSync || traceState.fn !== null) return null;
+  if (materializedOnly && !st.buf && st.pending) return null;
+  if (!t.isContiguous()) return t._contiguousHost();
+  t._checkAlive();
+  realize(st);
+  return st.device.readSync(st.buf!, st.dtype, st.numel).subarray(t._offset, t._offset + t.numel());
 }
 
 function indexBounds(t: Tensor): IndexScan | null {
-  const st = t._storage;
-  const dev = st.device;
-  if (!dev.readSync || traceState.fn !== null) return null;
-  const n = t.numel();
-  if (n === 0) return { min: 0, max: -1, data: [], off: 0, n: 0 };
-  let data: ArrayLike<number>;
-  let off = 0;
-  if (t.isContiguous()) {
-    t._checkAlive();
-    realize(st);
-    data = dev.readSync(st.buf!, st.dtype, st.numel) as ArrayLike<number>;
-    off = t._offset;
-  } else data = t._contiguousHost() as ArrayLike<number>;
+  const data = _hostValues(t);
+  if (data === null) return null;
+  if (data.length === 0) return { min: 0, max: -1, data };
   let min = Infinity;
   let max = -Infinity;
-  for (let i = off, e = off + n; i < e; i++) {
+  for (let i = 0; i < data.length; i++) {
     const v = data[i]!;
     if (v < min) min = v;
     if (v > max) max = v;
   }
-  return { min, max, data, off, n };
+  return { min, max, data };
 }
 
 /** The first value (row-major) outside [lo, hi) of a scanned index. */
 function firstOutside(s: IndexScan, lo: number, hi: number): number {
-  for (let i = s.off, e = s.off + s.n; i < e; i++) {
+  for (let i = 0; i < s.data.length; i++) {
     const v = s.data[i]!;
     if (v < lo || v >= hi) return v;
   }

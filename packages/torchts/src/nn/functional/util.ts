@@ -5,11 +5,11 @@
 // Messages carry no op name: the op (registry.ts) prefixes what escapes it with its own.
 import { isFloating, type DType } from "../../ir/dtype.js";
 import { sameShape, shapeStr } from "../../ir/shape.js";
-import { realize, traceState } from "../../runtime/dispatch.js";
 import type { Tensor } from "../../tensor.js";
 import { fromHostData } from "../../ops/core.js";
 import { isGradEnabled } from "../../autograd/grad_mode.js";
 import { inplaceSet } from "../../ops/inplace.js";
+import { _hostValues } from "../../ops/indexing.js";
 import { OutOfMemoryError } from "../../runtime/errors.js";
 import * as M from "../../ops/math.js";
 import * as R from "../../ops/reduce.js";
@@ -64,20 +64,10 @@ export function requireIndex(t: Tensor, what = "target"): void {
  * The values of `t` read on the host, or null where that is not cheap and synchronous: a device
  * without synchronous reads (webgpu: a read would stall the queue, and callers skip the check
  * there as PyTorch's CUDA kernels assert asynchronously) or while torch.compile traces (the
- * replay would not repeat the check, and the read would end the trace).
+ * replay would not repeat the check, and the read would end the trace). The one reader the
+ * index checks of ops/indexing.ts use too.
  */
-export function hostValues(t: Tensor, materializedOnly = false): ArrayLike<number> | null {
-  const st = t._storage;
-  if (!st.device.readSync || traceState.fn !== null) return null;
-  // fused eager: with materializedOnly, a value still pending is not computed just to be checked
-  if (materializedOnly && !st.buf && st.pending) return null;
-  if (t.isContiguous()) {
-    t._checkAlive();
-    realize(st);
-    return st.device.readSync(st.buf!, st.dtype, st.numel).subarray(t._offset, t._offset + t.numel());
-  }
-  return t._contiguousHost();
-}
+export const hostValues = _hostValues;
 
 /** PyTorch's nll_loss check: every target is a class in [0, C) or ignoreIndex (an IndexError). */
 export function checkClassTargets(target: Tensor, C: number, ignoreIndex: number): void {
