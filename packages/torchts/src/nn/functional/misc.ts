@@ -4,10 +4,10 @@
 import { shapeStr } from "../../ir/shape.js";
 import type { Tensor } from "../../tensor.js";
 import { noGrad } from "../../autograd/grad_mode.js";
-import { cast, gather } from "../../ops/core.js";
+import { cast, gather, scatterAdd } from "../../ops/core.js";
 import { op, type Sig } from "../../ops/registry.js";
 import { inplaceSet } from "../../ops/inplace.js";
-import { _checkIndexRange, scatterAdd } from "../../ops/indexing.js";
+import { _checkIndexRange } from "../../ops/indexing.js";
 import * as M from "../../ops/math.js";
 import * as S from "../../ops/shape_ops.js";
 import * as R from "../../ops/reduce.js";
@@ -120,7 +120,7 @@ export const embedding = op<
   },
 );
 
-/** embedding_renorm_: each row of weight that `idx` names and whose norm exceeds maxNorm is scaled to maxNorm / (norm + 1e-7). */
+/** embedding_renorm_ (idx already range-checked: the primitive scatterAdd, no second host read): each row of weight that `idx` names and whose norm exceeds maxNorm is scaled to maxNorm / (norm + 1e-7). */
 function renorm(weight: Tensor, idx: Tensor, maxNorm: number, normType: number): void {
   const V = weight.shape[0]!;
   const ones = full([idx.numel()], 1, { dtype: "float32", device: weight.device });
