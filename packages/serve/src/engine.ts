@@ -238,8 +238,8 @@ export class LLMEngine {
     if (params.seed !== undefined && !Number.isFinite(params.seed)) throw new EngineInputError("seed must be a finite number", "seed");
     for (const t of params.stopTokenIds ?? []) if (!Number.isInteger(t) || t < 0 || t >= V) throw new EngineInputError(`stop_token_ids: ${t} is outside the vocabulary`, "stop_token_ids");
     for (const [k, v] of Object.entries(params.logitBias ?? {})) {
-      const t = Number(k);
-      if (!Number.isInteger(t) || t < 0 || t >= V) throw new EngineInputError(`logit_bias: ${k} is not a token id of this vocabulary`, "logit_bias");
+      // the key must be written as a token id: Number() would also read "", " 3", "1e1" and "0x1"
+      if (!/^(0|[1-9][0-9]*)$/.test(k) || Number(k) >= V) throw new EngineInputError(`logit_bias: '${k}' is not a token id of this vocabulary`, "logit_bias");
       if (typeof v !== "number" || !Number.isFinite(v) || v < -100 || v > 100) throw new EngineInputError(`logit_bias: the bias of ${k} must be a number in [-100, 100]`, "logit_bias");
     }
     for (const s of params.stop ?? []) if (typeof s !== "string" || s.length === 0) throw new EngineInputError("stop strings must be non-empty strings", "stop");

@@ -134,6 +134,7 @@ test("bad requests and a full queue throw before anything runs", async () => {
   assert.throws(() => engine.generate([1, 999], {}), EngineInputError);
   assert.throws(() => engine.generate([1, 2, 3], { maxTokens: 62 }), /maximum context length is 64/);
   assert.throws(() => engine.generate([1, 2, 3], { temperature: -1 }), EngineInputError);
+  for (const k of ["", " 3", "1e1", "0x1", "-1", "1.5", "999"]) assert.throws(() => engine.generate([1, 2, 3], { logitBias: { [k]: 5 } }), /logit_bias/, JSON.stringify(k));
   const running = collect(engine.generate([5, 6], { maxTokens: 4 }));
   const waiting = collect(engine.generate([5, 6], { maxTokens: 4 }));
   assert.throws(() => engine.generate([5, 6], { maxTokens: 4 }), EngineQueueFullError);
