@@ -284,10 +284,15 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     if (b.model !== undefined && !names.has(b.model as string)) throw new HttpError(404, `the model '${b.model}' does not exist; this server serves '${modelName}'`, "not_found_error", "model");
   };
 
-  /** Start one engine request per (prompt, sample); all or none. */
-  const start = (prompts: number[][], b: Body, maxTokens: number | undefined, signal: AbortSignal, baseId: string) => {
+  /** The request's n, once `prompts` times n is known to be at most maxChoices (checked before any prompt is tokenized). */
+  const choices = (prompts: number, b: Body): number => {
     const n = (b.n as number | null | undefined) ?? 1;
-    if (prompts.length * n > maxChoices) throw new HttpError(400, `at most ${maxChoices} choices per request (prompts times n)`, "invalid_request_error", "n");
+    if (prompts * n > maxChoices) throw new HttpError(400, `at most ${maxChoices} choices per request (prompts times n)`, "invalid_request_error", "n");
+    return n;
+  };
+
+  /** Start n engine requests per prompt; all or none. */
+  const start = (prompts: number[][], n: number, b: Body, maxTokens: number | undefined, signal: AbortSignal, baseId: string) => {
     const base = sampling(b, maxTokens);
     for (const p of prompts) {
       try {
@@ -436,11 +441,12 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     const b = req.body as Body;
     checkModel(b);
     unsupported(b, true);
+    const n = choices(1, b);
     const prompt = chatPrompt(b);
     const maxTokens = ((b.max_completion_tokens ?? b.max_tokens) as number | null | undefined) ?? undefined;
     const ac = disconnect(reply);
     const id = `chatcmpl-${randomUUID().replace(/-/g, "")}`;
-    const its = start([prompt], b, maxTokens, ac.signal, id);
+    const its = start([prompt], n, b, maxTokens, ac.signal, id);
     const model = (b.model as string | undefined) ?? modelName;
     const includeUsage = Boolean((b.stream_options as { include_usage?: boolean } | null | undefined)?.include_usage);
     const h: Head = { id, object: "chat.completion", now: Math.floor(Date.now() / 1000), model, includeUsage, prompts: [prompt] };
@@ -456,13 +462,13 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     checkModel(b);
     unsupported(b, false);
     const p = b.prompt as string | string[] | number[] | number[][];
+    const n = choices(typeof p === "string" || typeof p[0] === "number" ? 1 : p.length, b);
     const prompts: number[][] =
       typeof p === "string" ? [tok.encode(p)] : typeof p[0] === "number" ? [p as number[]] : typeof p[0] === "string" ? (p as string[]).map((s) => tok.encode(s)) : (p as number[][]);
     const maxTokens = (b.max_tokens as number | null | undefined) ?? 16;
-    const n = (b.n as number | null | undefined) ?? 1;
     const ac = disconnect(reply);
     const id = `cmpl-${randomUUID().replace(/-/g, "")}`;
-    const its = start(prompts, b, maxTokens, ac.signal, id);
+    const its = start(prompts, n, b, maxTokens, ac.signal, id);
     const model = (b.model as string | undefined) ?? modelName;
     const echo = Boolean(b.echo);
     const promptText = (i: number) => (typeof p === "string" ? p : typeof p[0] === "string" ? (p as string[])[Math.floor(i / n)]! : tok.decode(prompts[Math.floor(i / n)]!));

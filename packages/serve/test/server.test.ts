@@ -262,3 +262,18 @@ test("a request refused with 429 part-way through its n choices leaves none of t
     await small.close();
   }
 });
+
+test("too many prompts times n is refused before any prompt is tokenized", async () => {
+  const encode = tokenizer.encode;
+  let calls = 0;
+  tokenizer.encode = ((...a: Parameters<typeof encode>) => (calls++, encode.apply(tokenizer, a))) as typeof encode;
+  try {
+    const r = await post(`${srv.url}/v1/completions`, { prompt: Array.from({ length: 100_000 }, () => "a"), max_tokens: 1 });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.json().error.param, "n");
+    assert.equal((await post(`${srv.url}/v1/completions`, { prompt: ["a", "b"], n: 9, max_tokens: 1 })).status, 400);
+    assert.equal(calls, 0);
+  } finally {
+    tokenizer.encode = encode;
+  }
+});
