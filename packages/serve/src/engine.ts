@@ -94,7 +94,9 @@ export class EngineQueueFullError extends Error {}
 /** The engine is draining or closed (the server answers 503). */
 export class EngineClosedError extends Error {}
 
-// a small seeded PRNG (mulberry32-style 32-bit mix) owned by each request
+// Each request owns a seeded RNG, which it passes to torchts's chooseToken. This is torchts's mulberry32
+// (packages/torchts/src/utils/prng.ts), copied: torchts does not export it, and its generate() seeds
+// one RNG per call, not per request. The same algorithm keeps a seed's draws those of generate({ seed }).
 function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
