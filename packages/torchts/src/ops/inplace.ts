@@ -21,13 +21,22 @@ function coversStorage(t: Tensor): boolean {
   return t._offset === 0 && t.isContiguous() && t.numel() === t._storage.numel;
 }
 
-/** Write `value` (broadcast and cast to t's shape/dtype) into t; the core of every `op_`. */
-export function inplaceSet(t: Tensor, value: TensorLike, name: string): Tensor {
-  checkLeaf(t, name);
+/**
+ * inplaceSet's refusal of a destination whose elements share memory (an expanded view). Exported so
+ * that an op writing several tensors can check them all before its first write (a call that throws
+ * changes nothing).
+ */
+export function checkNoOverlap(t: Tensor, name: string): void {
   if (t._strides.some((s, i) => s === 0 && t.shape[i]! > 1))
     throw new Error(
       `${name}: unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.`,
     );
+}
+
+/** Write `value` (broadcast and cast to t's shape/dtype) into t; the core of every `op_`. */
+export function inplaceSet(t: Tensor, value: TensorLike, name: string): Tensor {
+  checkLeaf(t, name);
+  checkNoOverlap(t, name);
   const v = value instanceof Tensor ? value : scalarTensor(value, t.dtype, t.device);
   if (v.device !== t.device)
     throw new Error(`${name}: Expected all tensors to be on the same device, but found at least two devices, ${t.device} and ${v.device}!`);

@@ -234,3 +234,12 @@ test("F's argument-parser errors are TypeErrors in PyTorch's words", () => {
 // every sample of test/ops/opinfo/functional.ts, in every calling form, gives the same values
 for (const [key, gen] of Object.entries(OPINFO))
   test(`${key}: positional, options, keywords, mixed (and method) forms agree`, () => checkForms(key, gen, () => torch.manualSeed(7)));
+
+test("batchNorm / instanceNorm with an expanded running_var throw before running_mean is written", () => {
+  const rv = () => torch.ones([1]).expand([3]);
+  const rm = torch.zeros([3]);
+  assert.throws(() => F.batchNorm(torch.randn([4, 3]), rm, rv(), { training: true }), /refers to a single memory location/);
+  assert.deepEqual(rm._tolistSync(), [0, 0, 0]);
+  assert.throws(() => F.instanceNorm(torch.randn([2, 3, 4]), rm, rv(), { useInputStats: true }), /refers to a single memory location/);
+  assert.deepEqual(rm._tolistSync(), [0, 0, 0]);
+});

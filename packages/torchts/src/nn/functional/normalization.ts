@@ -5,7 +5,7 @@ import { scope, type Tensor } from "../../tensor.js";
 import { op, type Sig } from "../../ops/registry.js";
 import { attach } from "../../ops/core.js";
 import { isGradEnabled, noGrad } from "../../autograd/grad_mode.js";
-import { inplaceSet } from "../../ops/inplace.js";
+import { checkNoOverlap, inplaceSet } from "../../ops/inplace.js";
 import * as M from "../../ops/math.js";
 import * as S from "../../ops/shape_ops.js";
 import * as R from "../../ops/reduce.js";
@@ -136,6 +136,7 @@ function batchNormImpl(
   for (const p of [runningMean, runningVar, weight, bias])
     if (p && p.device !== x.device)
       throw new Error(`Expected all tensors to be on the same device, but found at least two devices, ${x.device} and ${p.device}!`);
+  if (training) for (const p of [runningMean, runningVar]) if (p) checkNoOverlap(p, name);
   const axes = x.shape.map((_, i) => i).filter((i) => i !== 1);
   let y: Tensor;
   if (training) {
@@ -226,6 +227,8 @@ export const instanceNorm = op<
     const [N, C] = x.shape as [number, number];
     for (const [p, n] of [[rm, "running_mean"], [rv, "running_var"], [w, "weight"], [b, "bias"]] as const)
       if (p && p.numel() !== C) throw new RangeError(`${n} should contain ${C} elements not ${p.numel()} (input of size ${shapeStr(x.shape)})`);
+    // rm and rv are written after the batch norm of their copies: both checked before either is
+    if (useInputStats) for (const p of [rm, rv]) if (p) checkNoOverlap(p, "instanceNorm");
     if (!rm && !rv) {
       const axes = x.shape.map((_, i) => i).filter((i) => i >= 2);
       return affine(standardize(x, axes, eps), perChannel(w, x), perChannel(b, x));
