@@ -6,13 +6,15 @@ import { fileURLToPath } from "node:url";
 import * as torch from "../src/index.js";
 import { OP_TABLE, type OpDef } from "../src/ops/registry.js";
 
-function exportsOf(def: OpDef): string[] {
-  const out: string[] = [];
-  for (const [k, v] of Object.entries(torch)) if (v === def.fn) out.push(`torch.${k}`);
-  for (const [k, v] of Object.entries(torch.nn.functional)) if (v === def.fn) out.push(`F.${k}`);
+/** Where an op is exported: torch.x, torch.nn.functional.x, and Tensor.prototype.x (its method form). */
+export function exportsOf(def: OpDef): { ns: "torch" | "F" | "Tensor"; name: string }[] {
+  const out: { ns: "torch" | "F" | "Tensor"; name: string }[] = [];
+  for (const [k, v] of Object.entries(torch)) if (v === def.fn) out.push({ ns: "torch", name: k });
+  for (const [k, v] of Object.entries(torch.nn.functional)) if (v === def.fn) out.push({ ns: "F", name: k });
   const P = torch.Tensor.prototype as unknown as Record<string, unknown>;
+  // (a descriptor read: some prototype properties are getters)
   for (const k of Object.getOwnPropertyNames(P))
-    if (Object.getOwnPropertyDescriptor(P, k)!.value === def.method) out.push(`Tensor.${k}`);
+    if (Object.getOwnPropertyDescriptor(P, k)!.value === def.method) out.push({ ns: "Tensor", name: k });
   return out;
 }
 
@@ -29,7 +31,7 @@ export function opsReference(): string {
     "",
   ];
   for (const d of defs) {
-    const where = exportsOf(d);
+    const where = exportsOf(d).map((e) => `${e.ns}.${e.name}`);
     lines.push(`### ${d.key}`, "", ...d.schemas.map((s) => `    ${s.text}`), "", where.length ? `Exported as ${where.map((w) => `\`${w}\``).join(", ")}.` : "Not exported.", "");
   }
   return lines.join("\n");

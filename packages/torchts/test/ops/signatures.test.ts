@@ -7,8 +7,9 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import * as torch from "../../src/index.js";
-import { OP_TABLE, type OpDef } from "../../src/ops/registry.js";
+import "../../src/index.js";
+import { exportsOf } from "../../scripts/ops_reference.js";
+import { OP_TABLE } from "../../src/ops/registry.js";
 import type { Param, Schema } from "../../src/ops/schema.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -57,16 +58,6 @@ function valueFor(p: Param): string {
   }
 }
 
-/** Where an op is exported: ["torch.sum", "F.sum", "t.sum"] */
-function exportsOf(def: OpDef): string[] {
-  const out: string[] = [];
-  for (const [k, v] of Object.entries(torch)) if (v === def.fn) out.push(`torch.${k}`);
-  for (const [k, v] of Object.entries(torch.nn.functional)) if (v === def.fn) out.push(`torch.nn.functional.${k}`);
-  const P = torch.Tensor.prototype as unknown as Record<string, unknown>;
-  for (const k of Object.getOwnPropertyNames(P)) if (Object.getOwnPropertyDescriptor(P, k)!.value === def.method) out.push(`t.${k}`);
-  return out;
-}
-
 function callsOf(path: string, s: Schema): string[] {
   const isMethod = path.startsWith("t.");
   const ps = s.params.slice(isMethod ? 1 : 0);
@@ -96,7 +87,8 @@ test("the TypeScript signature of every op accepts every calling form of its sch
   let n = 0;
   for (const def of OP_TABLE.values()) {
     if (def.transparent && def.name === "dispose") continue;
-    for (const path of exportsOf(def))
+    const paths = exportsOf(def).map((e) => (e.ns === "torch" ? `torch.${e.name}` : e.ns === "F" ? `torch.nn.functional.${e.name}` : `t.${e.name}`));
+    for (const path of paths)
       for (const s of def.schemas)
         for (const c of callsOf(path, s)) {
           lines.push(`  ${c};`);
