@@ -54,6 +54,13 @@ export interface GenerateOutput {
   newTokens: number[][];
 }
 
+/** max of a long array (Math.max(...x) overflows the stack past ~120k elements: a 151k vocabulary). */
+function maxOf(x: ArrayLike<number>): number {
+  let m = -Infinity;
+  for (let i = 0; i < x.length; i++) if (x[i]! > m || Number.isNaN(x[i]!)) m = x[i]!;
+  return m;
+}
+
 function argmax(x: ArrayLike<number>): number {
   let best = 0;
   for (let i = 1; i < x.length; i++) if (x[i]! > x[best]!) best = i;
@@ -77,7 +84,7 @@ export function chooseToken(scores: Float64Array, history: number[], o: Generate
     for (let i = 0; i < V; i++) if (scores[i]! < kth) scores[i] = -Infinity;
   }
   const softmax = (s: Float64Array): Float64Array => {
-    const m = Math.max(...s);
+    const m = maxOf(s);
     const p = s.map((v) => Math.exp(v - m));
     const z = p.reduce((a, b) => a + b, 0);
     return p.map((v) => v / z);
@@ -94,7 +101,7 @@ export function chooseToken(scores: Float64Array, history: number[], o: Generate
   }
   if (o.minP !== undefined && o.minP > 0) {
     const p = softmax(scores);
-    const top = Math.max(...p);
+    const top = maxOf(p);
     for (let i = 0; i < V; i++) if (p[i]! < o.minP * top) scores[i] = -Infinity;
   }
   const p = softmax(scores);

@@ -188,3 +188,11 @@ test("compiled generate: a later call with the same cache shape reuses the cache
   assert.deepEqual(b.newTokens[0], p0.greedy_continuation);
   assert.deepEqual((await m.generate(p1.input_ids, opts)).newTokens[0], p1.greedy_continuation);
 });
+
+test("chooseToken samples over a 151,936-token vocabulary (Qwen's): no spread of the scores onto the stack", () => {
+  const V = 151936;
+  const logits = new Float64Array(V).fill(-5);
+  logits[1234] = 10;
+  for (const o of [{ doSample: true }, { doSample: true, minP: 0.1 }, { doSample: true, topP: 0.9 }])
+    assert.equal(chooseToken(Float64Array.from(logits), [], o, () => 0.5), 1234, JSON.stringify(o));
+});
