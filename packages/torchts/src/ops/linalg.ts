@@ -38,11 +38,11 @@ function matmulI(a: T, b: T): T {
       `Expected size for first two dimensions of batch2 tensor to be: [${b.shape.slice(0, -2).join(", ")}, ${kA}] but got: [${b.shape.slice(0, -2).join(", ")}, ${kB}] (shapes ${shapeStr(a.shape)} and ${shapeStr(b.shape)})`,
     );
   }
-  const a2 = a.ndim === 1 ? S._unsqueeze(a, 0) : a;
-  const b2 = b.ndim === 1 ? S._unsqueeze(b, 1) : b;
+  const a2 = a.ndim === 1 ? S.unsqueeze(a, 0) : a;
+  const b2 = b.ndim === 1 ? S.unsqueeze(b, 1) : b;
   let out = matmulPrim(a2, b2);
-  if (a.ndim === 1) out = S._squeeze(out, -2);
-  if (b.ndim === 1) out = S._squeeze(out, -1);
+  if (a.ndim === 1) out = S.squeeze(out, -2);
+  if (b.ndim === 1) out = S.squeeze(out, -1);
   return out;
 }
 /** a @ b without argument binding (internal callers). */
@@ -82,7 +82,7 @@ function dotI(a: T, b: T): T {
 function outerI(a: T, b: T): T {
   if (a.ndim !== 1) throw new Error(`outer: Expected 1-D argument self, but got ${a.ndim}-D`);
   if (b.ndim !== 1) throw new Error(`outer: Expected 1-D argument vec2, but got ${b.ndim}-D`);
-  return M.mul(S._unsqueeze(a, 1), S._unsqueeze(b, 0));
+  return M.mul(S.unsqueeze(a, 1), S.unsqueeze(b, 0));
 }
 function addmmI(input: T, a: T, b: T, beta: number | boolean, alpha: number | boolean): T {
   if (a.ndim !== 2) throw new Error(`mat1 must be a matrix, got ${a.ndim}-D tensor`);
