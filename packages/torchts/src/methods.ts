@@ -10,7 +10,7 @@ import * as RNG from "./ops/random.js";
 import type { InplaceSigs as IM } from "./ops/inplace_methods.js";
 import "./ops/inplace_methods.js"; // in-place variants, x.where(cond, other), dtype casts (x.float())
 import { backward, type BackwardOptions } from "./autograd/engine.js";
-import { opOf, type Method } from "./ops/registry.js";
+import type { Method } from "./ops/registry.js";
 
 type T = Tensor;
 /** backward()'s keyword arguments (PyTorch's gradient, retain_graph, create_graph, inputs) */
@@ -206,25 +206,11 @@ declare module "./tensor.js" {
   }
 }
 
-const P = Tensor.prototype as unknown as Record<string, unknown>;
-// A name the op table already installed (its family file's installMethods) is left as it is.
-const taken = (name: string) => opOf(P[name]) !== undefined;
-const bind = (name: string, f: (...a: never[]) => unknown) => {
-  if (taken(name)) return;
-  const def = opOf(f);
-  if (def) {
-    P[name] = def.method; // a table op: `this` binds as its first parameter
-    return;
-  }
-  P[name] = function (this: T, ...a: unknown[]) {
-    return (f as (...x: unknown[]) => unknown)(this, ...a);
-  };
+// The base of x.backward(): every other method is installed by the op table (each family file's
+// installMethods); tensor_basics.ts puts the table's binder in front of this one.
+(Tensor.prototype as unknown as Record<string, unknown>).backward = function (this: T, g?: T | null, o?: BackwardOptions) {
+  return backward(this, g, o);
 };
-
-const direct: Record<string, (...a: never[]) => unknown> = {
-  backward: (t: T, g?: T | null, o?: BackwardOptions) => backward(t, g, o),
-};
-for (const [k, f] of Object.entries(direct)) bind(k, f);
 
 Object.defineProperty(Tensor.prototype, "T", {
   get(this: T) {
