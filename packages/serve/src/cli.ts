@@ -1,5 +1,6 @@
-// Entry of `torchts serve` ("@torchts/serve/cli"): packages/torchts/src/cli.ts dispatches the `serve`
-// subcommand here with a dynamic import, so torchts never depends on this package.
+// Entry of `torchts serve` and `torchts bench serve` ("@torchts/serve/cli"): packages/torchts/src/cli.ts
+// dispatches the `serve` and `bench` subcommands here with a dynamic import, so torchts never depends
+// on this package.
 // In a repository checkout torchts may have no build (dist/): then "torchts" is resolved to its
 // sources through this package's tsconfig paths (tsx), before the server's modules load.
 import { existsSync } from "node:fs";
@@ -13,16 +14,36 @@ async function torchtsResolves(): Promise<boolean> {
   }
 }
 
-export async function main(argv: string[]): Promise<number> {
-  if (!(await torchtsResolves())) {
-    try {
-      const { register } = await import("tsx/esm/api");
-      register({ tsconfig: fileURLToPath(new URL("../tsconfig.json", import.meta.url)) });
-    } catch {
-      process.stderr.write("torchts serve: torchts has no build (run `npm run build -w torchts`) and tsx is not installed\n");
-      return 1;
-    }
+/** False (after saying why) when torchts can be neither resolved nor registered from sources. */
+async function ensureTorchts(command: string): Promise<boolean> {
+  if (await torchtsResolves()) return true;
+  try {
+    const { register } = await import("tsx/esm/api");
+    register({ tsconfig: fileURLToPath(new URL("../tsconfig.json", import.meta.url)) });
+    return true;
+  } catch {
+    process.stderr.write(`${command}: torchts has no build (run \`npm run build -w torchts\`) and tsx is not installed\n`);
+    return false;
   }
+}
+
+export async function main(argv: string[]): Promise<number> {
+  if (!(await ensureTorchts("torchts serve"))) return 1;
   const m = (await import("./main.js")) as typeof import("./main.js");
   return m.main(argv);
+}
+
+const BENCH_USAGE = "usage: torchts bench serve --base-url URL ...   (torchts bench serve --help)";
+
+/** `torchts bench SUB ...`: only `serve` (the benchmark client of src/bench/) so far. */
+export async function bench(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (sub !== "serve") {
+    const help = sub === "--help" || sub === "-h";
+    (help ? process.stdout : process.stderr).write(`${sub === undefined || help ? "" : `torchts bench: unknown benchmark '${sub}'\n`}${BENCH_USAGE}\n`);
+    return help ? 0 : 2;
+  }
+  if (!(await ensureTorchts("torchts bench serve"))) return 1;
+  const m = (await import("./bench/cli.js")) as typeof import("./bench/cli.js");
+  return m.main(rest);
 }

@@ -22,3 +22,4 @@ export {
   type EngineStats,
   type EngineEvent,
 } from "./engine.js";
+export { benchServe, BenchArgumentError, type BenchServeOptions, type BenchServeResult } from "./bench/bench_serve.js";

@@ -6,6 +6,7 @@
 //   torchts chat --model DIR [--max-new-tokens N] [--system TEXT] ...   (one user message per stdin line)
 //   torchts logits --model DIR --input-ids 1,2,3 [--json]
 //   torchts serve --model DIR [--port 8000] ...   (the OpenAI-compatible server of @torchts/serve)
+//   torchts bench serve --base-url URL ...   (@torchts/serve's benchmark client, as vllm bench serve)
 import { parseArgs } from "node:util";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -20,6 +21,7 @@ const USAGE = `usage:
   torchts chat --model DIR [--system TEXT] [--max-new-tokens N] [--greedy]
   torchts logits --model DIR --input-ids 1,2,3 [--json]
   torchts serve --model DIR [--host H] [--port P] [--api-key KEY] ...   (torchts serve --help)
+  torchts bench serve --base-url URL [--num-prompts N] [--request-rate R] ...   (torchts bench serve --help)
 common: --mode strict|fused|compiled  --dtype float32|float16|bfloat16  sampling: --temperature --top-k --top-p --min-p --repetition-penalty --seed`;
 
 const OPTIONS = {
@@ -169,8 +171,8 @@ async function cmdChat(v: Values): Promise<void> {
 // imports it at run time, by a name tsc does not follow, so the layering stays one-way.
 const SERVE_CLI: string = "@torchts/serve/cli";
 
-async function cmdServe(argv: string[]): Promise<number> {
-  let serve: { main(argv: string[]): Promise<number> };
+async function cmdServe(argv: string[], entry: "main" | "bench" = "main"): Promise<number> {
+  let serve: { main(argv: string[]): Promise<number>; bench(argv: string[]): Promise<number> };
   try {
     serve = (await import(SERVE_CLI)) as typeof serve;
   } catch (e) {
@@ -181,12 +183,13 @@ async function cmdServe(argv: string[]): Promise<number> {
     }
     throw e;
   }
-  return serve.main(argv);
+  return serve[entry](argv);
 }
 
 export async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd === "serve") return cmdServe(rest);
+  if (cmd === "bench") return cmdServe(rest, "bench");
   let v: Values;
   try {
     v = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: false }).values as Values;
