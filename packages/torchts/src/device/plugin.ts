@@ -33,6 +33,12 @@ export interface DevicePlugin {
   /** Host-visible devices (cpu) can read synchronously; used for printing and debug checks. */
   readSync?(buf: DeviceBuffer, dtype: DType, numel: number): HostArray;
   free(buf: DeviceBuffer): void;
+  /**
+   * Copy `rows.length` contiguous rows of `rowElems` elements from `src` (starting at element
+   * `srcOffset`) into rows rows[i] of `dst`, in place, ordered after the work already issued on both
+   * (Tensor.indexCopy_'s fast path: a paged KV cache takes a step's new keys without rewriting itself).
+   */
+  writeRows?(dst: DeviceBuffer, src: DeviceBuffer, srcOffset: number, rowElems: number, rows: ArrayLike<number>): void;
   compile(graph: IRGraph): Executable;
   synchronize(): Promise<void>;
   readonly primitives: ReadonlySet<PrimName>;

@@ -30,6 +30,7 @@ export {
 } from "./functional/misc.js";
 export type { PadMode, EmbeddingOpts, InterpolateMode, InterpolateOpts } from "./functional/misc.js";
 export { scaledDotProductAttention } from "./functional/attention.js";
+export { pagedAttention } from "./functional/paged_attention.js";
 export type { SdpaOpts } from "./functional/attention.js";
 export type { Reduction, IntOrTuple } from "./functional/util.js";
 

@@ -12,7 +12,7 @@ import { isFloating, type DType } from "../ir/dtype.js";
 import { broadcastShapes, normDim, numel, sameShape, shapeStr, type Shape } from "../ir/shape.js";
 import { currentOpName } from "../runtime/mode.js";
 import { isGradEnabled } from "../autograd/grad_mode.js";
-import { realize, traceState } from "../runtime/dispatch.js";
+import { realize, traceState, writeRowsInPlace } from "../runtime/dispatch.js";
 import { Tensor, type NestedArray, type Scalar, type TensorLike } from "../tensor.js";
 import {
   cast,
@@ -757,6 +757,59 @@ type IndexAddSig = Sig<
 /** x.index_add(dim, index, source, {alpha}): out.select(dim, index[i]) += alpha * source.select(dim, i). */
 export const indexAdd = op<IndexAddSig>(INDEX_ADD("indexAdd"), indexAddImpl("indexAdd"));
 
+/** PyTorch's index_copy checks (its messages say index_copy_() for both forms); the normalized dim. */
+function indexCopyChecks(x: Tensor, dim: number, index: Tensor, source: Tensor): number {
+  const d = normDim(dim, Math.max(1, x.ndim));
+  if (index.ndim > 1) throw new RangeError(`Index should have dimension 1 or 0 (got ${index.ndim})`);
+  if (index.dtype !== "int64") throw new Error(`Expected a long tensor for index, but got ${pyDtype(index.dtype)}`);
+  if (source.dtype !== x.dtype)
+    throw new Error(`self and source expected to have the same dtype, but got (self) ${pyDtype(x.dtype)} and (source) ${pyDtype(source.dtype)}`);
+  const n = index.numel();
+  const sd = source.ndim === 0 ? 1 : source.shape[Math.min(d, source.ndim - 1)]!;
+  if (x.ndim > 0 && source.ndim > 0 && source.ndim !== x.ndim && !(x.ndim <= 1 && source.ndim <= 1))
+    throw new Error(`When source and destination are not scalars, their dimensionality must match. Source dimensionality (${source.ndim}), destination dimensionality (${x.ndim})`);
+  if ((source.ndim === 0 ? 1 : source.shape[d]) !== n) throw new RangeError(`Number of indices (${n}) should be equal to source.size(dim) (${sd})`);
+  for (let i = 0; i < x.ndim; i++)
+    if (i !== d && source.shape[i] !== x.shape[i])
+      throw new Error(
+        `Source/destination tensor must have same slice shapes. Destination slice shape: ${x.shape.filter((_, j) => j !== d).join(", ")} at dimension ${d} and source slice shape: ${source.shape.filter((_, j) => j !== d).join(", ")} at dimension 0.`,
+      );
+  const size = x.ndim === 0 ? 1 : x.shape[d]!;
+  const b = indexBounds(index);
+  if (b && (b.min < 0 || b.max >= size)) throw new RangeError(`index ${firstOutside(b, 0, size)} is out of bounds for dimension ${d} with size ${size}`);
+  return d;
+}
+
+function indexCopyImpl(x: Tensor, dim: number, index: Tensor, source: Tensor): Tensor {
+  const d = indexCopyChecks(x, dim, index, source);
+  if (index.numel() === 0) return S.clone(x);
+  if (x.ndim === 0) return reshape(source, []);
+  const idx = reshape(index, [index.numel()]);
+  return scatterImpl("indexCopy")(x, d, alongDim(idx, d, source.shape), source, null);
+}
+
+/**
+ * x.index_copy_(dim, index, source) in place. Rows along dim 0 of a dense tensor that needs no
+ * gradient are written on the device without rewriting the rest of its storage (a paged KV cache
+ * taking one step's new keys: O(new rows), not O(cache)); everything else is the general in-place path.
+ */
+function indexCopyInplace(x: Tensor, dim: number, index: Tensor, source: Tensor): Tensor {
+  const d = indexCopyChecks(x, dim, index, source);
+  const dense = x._offset === 0 && x.isContiguous() && x.numel() === x._storage.numel;
+  const tracked = isGradEnabled() && (x.requiresGrad || source.requiresGrad);
+  if (d === 0 && x.ndim >= 1 && dense && !tracked && source.isContiguous() && source.device === x.device) {
+    const rows = _hostValues(index);
+    const n = x.shape[0]!;
+    if (rows && (rows.length === 0 || writeRowsInPlace(x._storage, { storage: source._storage, shape: source.shape, strides: source._strides, offset: source._offset, dtype: source.dtype }, n ? x.numel() / n : 0, rows))) return x;
+  }
+  return inplaceSet(x, indexCopyImpl(x, dim, index, source), "indexCopy_");
+}
+
+const INDEX_COPY = (name: string) => `${name}(Tensor input, int dim, Tensor index, Tensor source) -> Tensor`;
+type IndexCopySig = Sig<[input: Tensor, dim?: number, index?: Tensor, source?: Tensor], { input?: Tensor; dim?: number; index?: Tensor; source?: Tensor }, Tensor>;
+/** x.index_copy(dim, index, source): out = x with out.select(dim, index[i]) = source.select(dim, i). */
+export const indexCopy = op<IndexCopySig>(INDEX_COPY("indexCopy"), indexCopyImpl);
+
 function indexPutImpl(x: Tensor, indices: Tensor[], values: Tensor, accumulate: boolean): Tensor {
   if (values.dtype !== x.dtype)
     throw new Error(
@@ -822,7 +875,7 @@ export const takeAlongDim = op<Sig<[input: Tensor, indices?: Tensor, dim?: numbe
 // ---------------- Tensor methods ----------------
 
 installMethods({
-  index, nonzero, argwhere, maskedSelect, maskedFill, maskedFill_, indexSelect, gather, scatter, scatterAdd, indexAdd,
+  index, nonzero, argwhere, maskedSelect, maskedFill, maskedFill_, indexSelect, gather, scatter, scatterAdd, indexAdd, indexCopy,
   indexPut, indexPut_, take, takeAlongDim,
 });
 // in-place methods (PyTorch has no torch.scatter_ function)
@@ -832,6 +885,7 @@ method("scatter_", [SCATTER_SRC("scatter_"), SCATTER_VALUE("scatter_")], (x: Ten
 method("scatterAdd_", "scatterAdd_(Tensor input, int dim, Tensor index, Tensor src) -> Tensor", (x: Tensor, dim: number, index: Tensor, src: Tensor) =>
   inplaceSet(x, scatterAddImpl("scatterAdd_")(x, dim, index, src), "scatterAdd_"),
 );
+method("indexCopy_", INDEX_COPY("indexCopy_"), indexCopyInplace);
 method("indexAdd_", INDEX_ADD("indexAdd_"), (x: Tensor, dim: number, index: Tensor, source: Tensor, alpha: Scalar) =>
   inplaceSet(x, indexAddImpl("indexAdd_")(x, dim, index, source, alpha), "indexAdd_"),
 );
@@ -855,6 +909,8 @@ declare module "../tensor.js" {
     scatterAdd_: Method<ScatterAddSig>;
     indexAdd: Method<typeof indexAdd>;
     indexAdd_: Method<IndexAddSig>;
+    indexCopy: Method<typeof indexCopy>;
+    indexCopy_: Method<IndexCopySig>;
     indexPut: Method<typeof indexPut>;
     indexPut_: Method<typeof indexPut_>;
     take: Method<typeof take>;

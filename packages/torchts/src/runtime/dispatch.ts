@@ -220,6 +220,28 @@ export function prepareInplace(st: Storage): void {
   realize(st);
 }
 
+/**
+ * Rows rows[i] of `dst` (rows of `rowElems` elements) take the contiguous rows of `src`, written in
+ * place on the device: O(rows) instead of the whole-storage rewrite of an in-place op. Runs what is
+ * pending first (a pending node reading dst's old value must see it). Returns false, changing
+ * nothing, where that cannot be done (no device support, inside torch.compile, a recomputable pending
+ * value still reads dst's contents): the caller then takes the general path.
+ */
+export function writeRowsInPlace(dst: Storage, src: ViewRef, rowElems: number, rows: ArrayLike<number>): boolean {
+  const dev = dst.device;
+  if (!dev.writeRows || src.storage.device !== dev || traceState.fn !== null || dst.disposed) return false;
+  flushAll();
+  realize(dst);
+  realize(src.storage);
+  for (const w of dst.readers ?? []) {
+    const r = w.deref();
+    if (r?.pending && r.pending.inputs.some((v) => v.storage === dst)) return false;
+  }
+  dev.writeRows(dst.buf!, src.storage.buf!, src.offset, rowElems, rows);
+  dst.version++;
+  return true;
+}
+
 /** Land `src`'s value in `dst` (the end of every in-place op). */
 export function adoptInto(dst: Storage, src: Storage): void {
   if (getEagerMode() !== "fused" || !src.pending) realize(src);

@@ -212,3 +212,153 @@ function attentionJs(n: IRNode<"composite">, O: Arr, ins: Arr[], offs: number[])
       }
     }
 }
+
+/** The sizes of a pagedAttention node: q [T, Hq, E], k/v [T, Hk, E|Ev], caches [NB, bs, Hk, E|Ev], table [B, MB]. */
+function pagedDims(n: IRNode<"composite">) {
+  const [qv, kv, vv, kcv, vcv, tv] = n.inputs;
+  const [T, Hq, E] = qv!.shape as [number, number, number];
+  const [NB, bs, Hk] = kcv!.shape as [number, number, number, number];
+  const [B, MB] = tv!.shape as [number, number];
+  return { qv: qv!, kv: kv!, vv: vv!, kcv: kcv!, vcv: vcv!, T, Hq, E, Ev: vv!.shape[2]!, NB, bs, Hk, B, MB, nrep: Hq / Hk, scale: n.params.attrs.scale as number };
+}
+
+/**
+ * Reads the host values of the table, cuSeqlensQ and cacheSeqlens inputs and checks them (a bad table
+ * would read another sequence's keys or past the cache): [qStart, qLen, cached] per sequence.
+ */
+function pagedInfo(n: IRNode<"composite">, ins: Arr[], offs: number[]): { info: Int32Array; table: Int32Array; maxL: number } {
+  const { T, NB, bs, B, MB } = pagedDims(n);
+  const [ts, cs, ls] = [n.inputs[5]!.strides, n.inputs[6]!.strides, n.inputs[7]!.strides];
+  const info = new Int32Array(B * 3);
+  const table = new Int32Array(B * MB);
+  const fail = (m: string) => {
+    throw new RangeError(`pagedAttention(): ${m}`);
+  };
+  let maxL = 0;
+  for (let b = 0; b < B; b++) {
+    const q0 = ins[6]![offs[6]! + b * cs[0]!]!, q1 = ins[6]![offs[6]! + (b + 1) * cs[0]!]!;
+    const cached = ins[7]![offs[7]! + b * ls[0]!]!;
+    if (!(q0 >= 0 && q1 >= q0 && q1 <= T)) fail(`cuSeqlensQ must be non-decreasing in [0, ${T}], got ${q0}, ${q1} at sequence ${b}`);
+    if (b === 0 && q0 !== 0) fail(`cuSeqlensQ[0] must be 0, got ${q0}`);
+    if (!(cached >= 0 && cached <= MB * bs)) fail(`cacheSeqlens[${b}] = ${cached} is outside [0, ${MB * bs}] (the block table holds ${MB} blocks of ${bs})`);
+    info[b * 3] = q0; info[b * 3 + 1] = q1 - q0; info[b * 3 + 2] = cached;
+    maxL = Math.max(maxL, q1 - q0);
+    for (let j = 0; j < Math.ceil(cached / bs); j++) {
+      const id = ins[5]![offs[5]! + b * ts[0]! + j * ts[1]!]!;
+      if (!(id >= 0 && id < NB)) fail(`blockTable[${b}][${j}] = ${id} is not a block of the cache (${NB} blocks)`);
+      table[b * MB + j] = id;
+    }
+  }
+  return { info, table, maxL };
+}
+
+/**
+ * The cpu kernel of the `pagedAttention` composite (nn/functional/attention.ts): the wasm attn_paged reads
+ * the caches in place through the block table. Caches must be dense, E and Ev multiples of 4 and in the
+ * wasm memory (else the JS loop runs); queries/new keys of another layout are copied densely first.
+ */
+export function pagedAttentionKernel(n: IRNode<"composite">): Kernel {
+  const { qv, kv, vv, kcv, vcv, T, Hq, E, Ev, bs, Hk, B, nrep, scale } = pagedDims(n);
+  const dense = (v: { shape: readonly number[]; strides: readonly number[] }) => {
+    let s = 1;
+    for (let d = v.shape.length - 1; d >= 0; d--) {
+      if (v.shape[d] !== 1 && v.strides[d] !== s) return false;
+      s *= v.shape[d]!;
+    }
+    return true;
+  };
+  const wasmOk = E % 4 === 0 && Ev % 4 === 0 && dense(kcv) && dense(vcv);
+  const as4 = (v: { shape: readonly number[]; strides: readonly number[] }) =>
+    ({ shape: [1, ...v.shape], strides: [0, ...v.strides] });
+  return (O, ins, offs) => {
+    const rt = wasmRuntime();
+    const { info, table, maxL } = pagedInfo(n, ins, offs);
+    if (!rt || !wasmOk || !inArena(rt, ins[3]!) || !inArena(rt, ins[4]!)) return pagedAttentionJs(n, O, ins, offs, info, table);
+    if (T === 0 || maxL === 0) return;
+    const q4 = as4(qv), k4 = as4(kv), v4 = as4(vv);
+    const q = operand(rt, ins[0]!, offs[0]!, q4.shape, q4.strides, E);
+    const k = operand(rt, ins[1]!, offs[1]!, k4.shape, k4.strides, E);
+    const v = operand(rt, ins[2]!, offs[2]!, v4.shape, v4.strides, Ev);
+    const R = nrep * maxL;
+    const QB = Math.min(QB_MAX, R + (R & 1));
+    const tiles = Math.ceil(R / QB);
+    const units = B * Hk * tiles;
+    const direct = inArena(rt, O);
+    const outPtr = direct ? (O as Float32Array).byteOffset : rt.arena.alloc(T * Hq * Ev * 4);
+    const slots = Math.min(units, rt.pool.threads * CHUNKS_PER_THREAD + 1);
+    const slotBytes = attnSlotBytes(QB, BC, Ev);
+    const prm = rt.arena.alloc(ATTN_PARAM_BYTES);
+    const scratch = rt.arena.alloc(slots * slotBytes);
+    const meta = rt.arena.alloc((info.length + table.length) * 4);
+    try {
+      rt.view(Int32Array, meta, info.length).set(info);
+      rt.view(Int32Array, meta + info.length * 4, table.length).set(table);
+      const P = rt.view(Int32Array, prm, ATTN_PARAM_BYTES / 4);
+      P.fill(0);
+      const set = (off: number, val: number) => (P[off / 4] = val);
+      const row = Hk * E * 4, rowV = Hk * Ev * 4;
+      set(AP.q, q.ptr); set(AP.k, (ins[3] as Float32Array).byteOffset + offs[3]! * 4); set(AP.v, (ins[4] as Float32Array).byteOffset + offs[4]! * 4);
+      set(AP.out, outPtr); set(AP.Hk, Hk); set(AP.nrep, nrep); set(AP.E, E); set(AP.Ev, Ev);
+      set(AP.qsl, q.st[1]); set(AP.qsh, q.st[2]);
+      set(AP.ksh, E * 4); set(AP.kss, row); set(AP.vsh, Ev * 4); set(AP.vss, rowV);
+      set(AP.causal, 1); set(AP.scratch, scratch); set(AP.slotBytes, slotBytes);
+      set(AP.T, tiles); set(AP.QB, QB); set(AP.BC, BC); set(AP.slots, slots); set(AP.outRow, Ev * 4);
+      set(AP.k2, k.ptr); set(AP.v2, v.ptr);
+      set(AP.ksb2, k.st[1]); set(AP.ksh2, k.st[2]); set(AP.kss2, k.st[1]);
+      set(AP.vsb2, v.st[1]); set(AP.vsh2, v.st[2]); set(AP.vss2, v.st[1]);
+      set(AP.info, meta); set(AP.table, meta + info.length * 4); set(AP.tsb, (table.length / B) * 4);
+      set(AP.bsz, bs); set(AP.bstride, bs * row);
+      if (bs * rowV !== bs * row) throw new Error("pagedAttention: key and value caches must share a layout (E = Ev)");
+      rt.view(Float32Array, prm + AP.scale, 1)[0] = scale;
+      rt.pool.run(rt.fn.attn_paged!, units, [prm], 1, Math.max(1, Math.ceil(MIN_FLOPS_PER_THREAD / (2 * QB * 64 * (E + Ev)))));
+      if (!direct) (O as Float32Array).set(rt.view(Float32Array, outPtr, T * Hq * Ev));
+    } finally {
+      rt.arena.release(meta);
+      rt.arena.release(scratch);
+      rt.arena.release(prm);
+      if (!direct) rt.arena.release(outPtr);
+      for (const o of [q, k, v]) if (o.scratch) rt.arena.release(o.ptr);
+    }
+  };
+}
+
+/** pagedAttention in plain JS (float64 scores), and where the caches cannot be read in place by wasm. */
+function pagedAttentionJs(n: IRNode<"composite">, O: Arr, ins: Arr[], offs: number[], info: Int32Array, table: Int32Array): void {
+  const { qv, kv, vv, kcv, vcv, Hq, E, Ev, bs, B, MB, nrep, scale } = pagedDims(n);
+  const [qs, ks, vs, kcs, vcs] = [qv.strides, kv.strides, vv.strides, kcv.strides, vcv.strides];
+  const [Q, K, V, KC, VC] = ins as [Arr, Arr, Arr, Arr, Arr];
+  const p = new Float64Array(MB * bs + (qv.shape[0] ?? 0));
+  const acc = new Float64Array(Ev);
+  for (let b = 0; b < B; b++) {
+    const [q0, L, cached] = [info[b * 3]!, info[b * 3 + 1]!, info[b * 3 + 2]!];
+    for (let l = 0; l < L; l++)
+      for (let h = 0; h < Hq; h++) {
+        const hk = Math.floor(h / nrep);
+        const S = cached + l + 1;
+        const qo = offs[0]! + (q0 + l) * qs[0]! + h * qs[1]!;
+        // key j: cached (through the table) or new token j - cached of this sequence
+        const keyAt = (j: number, C: Arr, cs: readonly number[], X: Arr, xs: readonly number[], xo: number): [Arr, number, number] =>
+          j < cached
+            ? [C, xo + table[b * MB + Math.floor(j / bs)]! * cs[0]! + (j % bs) * cs[1]! + hk * cs[2]!, cs[3]!]
+            : [X, offs[C === KC ? 1 : 2]! + (q0 + j - cached) * xs[0]! + hk * xs[1]!, xs[2]!];
+        let mx = -Infinity;
+        for (let j = 0; j < S; j++) {
+          const [A, o, st] = keyAt(j, KC, kcs, K, ks, offs[3]!);
+          let s = 0;
+          for (let e = 0; e < E; e++) s += Q[qo + e * qs[2]!]! * A[o + e * st]!;
+          p[j] = Math.fround(s * scale);
+          if (p[j]! > mx) mx = p[j]!;
+        }
+        let sum = 0;
+        for (let j = 0; j < S; j++) sum += p[j] = Math.exp(p[j]! - mx);
+        acc.fill(0);
+        for (let j = 0; j < S; j++) {
+          const [A, o, st] = keyAt(j, VC, vcs, V, vs, offs[4]!);
+          const w = p[j]! / sum;
+          for (let e = 0; e < Ev; e++) acc[e] += w * A[o + e * st]!;
+        }
+        const oo = ((q0 + l) * Hq + h) * Ev;
+        for (let e = 0; e < Ev; e++) O[oo + e] = acc[e]!;
+      }
+  }
+}

@@ -3,7 +3,7 @@
 // `overrides` set is this table's keys, so the op library decomposes everything else.
 import type { CompositeName, IRNode } from "../../ir/prims.js";
 import type { Kernel } from "./codegen.js";
-import { attentionKernel } from "./attention_kernel.js";
+import { attentionKernel, pagedAttentionKernel } from "./attention_kernel.js";
 import { linearQuantKernel } from "./quant_kernels.js";
 import { linearW8A8Kernel } from "./w8a8_kernel.js";
 import { conv2dKernel } from "./wasm/conv.js";
@@ -16,6 +16,7 @@ export const CPU_COMPOSITES: Partial<Record<CompositeName, CompositeBuilder>> = 
   linearInt4: linearQuantKernel(4),
   linearW8A8: linearW8A8Kernel,
   attention: attentionKernel,
+  pagedAttention: pagedAttentionKernel,
   conv2d: conv2dKernel,
   softmax: softmaxComposite,
   logSoftmax: logSoftmaxComposite,

@@ -178,6 +178,13 @@ export const cpu: DevicePlugin = {
   async read(buf: DeviceBuffer): Promise<HostArray> {
     return (buf as CpuBuffer).data;
   },
+  writeRows(dst: DeviceBuffer, src: DeviceBuffer, srcOffset: number, rowElems: number, rows: ArrayLike<number>): void {
+    const [d, s] = [(dst as CpuBuffer).data, (src as CpuBuffer).data];
+    for (let i = 0; i < rows.length; i++) {
+      const at = srcOffset + i * rowElems;
+      d.set(s.subarray(at, at + rowElems) as ArrayLike<number>, rows[i]! * rowElems);
+    }
+  },
   readSync(buf: DeviceBuffer): HostArray {
     return (buf as CpuBuffer).data;
   },

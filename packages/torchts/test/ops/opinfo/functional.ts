@@ -2,6 +2,7 @@
 // (the table keys "softmax" / "logSoftmax"; F's own, with the implicit dim, are "F.softmax" /
 // "F.logSoftmax"). Ops with an `inplace` flag have an inplace sample (it mutates its input: the
 // samples are made afresh per call); dropout and dropout-in-attention samples are random.
+import * as torch from "../../../src/index.js";
 import type { Maker, OpInfos, Sample } from "./types.js";
 
 type Gen = (mk: Maker) => Sample[];
@@ -225,6 +226,20 @@ export const OPINFO: OpInfos = {
     { x1: mk.randn([3, 4]), x2: mk.randn([3, 4]), p: 1, eps: 1e-3, keepdim: true },
   ],
   // ---- attention
+  pagedAttention: (mk) => [
+    {
+      // sequence 0: 2 cached positions + 2 new tokens; sequence 1: 5 cached (two blocks) + 1 new
+      query: mk.randn([3, 4, 4]), key: mk.randn([3, 2, 4]), value: mk.randn([3, 2, 4]),
+      keyCache: mk.randn([4, 4, 2, 4]), valueCache: mk.randn([4, 4, 2, 4]),
+      blockTable: torch.tensor([[3, 0], [1, 2]], { dtype: "int32" }), cuSeqlensQ: torch.tensor([0, 2, 3], { dtype: "int32" }),
+      cacheSeqlens: torch.tensor([2, 5], { dtype: "int32" }),
+    },
+    {
+      query: mk.randn([2, 2, 3]), key: mk.randn([2, 2, 3]), value: mk.randn([2, 2, 2]),
+      keyCache: mk.randn([2, 2, 2, 3]), valueCache: mk.randn([2, 2, 2, 2]),
+      blockTable: torch.tensor([[1], [0]]), cuSeqlensQ: torch.tensor([0, 1, 2]), cacheSeqlens: torch.tensor([0, 2]), scale: 0.25,
+    },
+  ],
   scaledDotProductAttention: (mk) => [
     { query: mk.randn([1, 2, 3, 4]), key: mk.randn([1, 2, 5, 4]), value: mk.randn([1, 2, 5, 4]) },
     { query: mk.randn([2, 3, 4]), key: mk.randn([2, 3, 4]), value: mk.randn([2, 3, 2]), isCausal: true, scale: 0.5 },

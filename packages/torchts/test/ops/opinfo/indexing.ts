@@ -66,6 +66,14 @@ export const OPINFO: OpInfos = {
     { input: mk.randn([3, 4]), dim: -1, index: mk.int([3], 0, 4, "int32"), source: mk.randn([3, 3]) },
     { input: mk.randn([3, 4]), dim: 0, index: mk.int([2], 0, 3), source: mk.randn([2, 1]), alpha: -0.5 },
   ],
+  indexCopy: (mk) => [
+    { input: mk.randn([3, 4]), dim: 0, index: torch.tensor([2, 0]), source: mk.randn([2, 4]) },
+    { input: mk.randn([3, 4]), dim: -1, index: torch.tensor([3, 1, 0]), source: mk.randn([3, 3]) },
+  ],
+  "Tensor.indexCopy_": (mk) => [
+    { input: mk.randn([4, 3]), dim: 0, index: torch.tensor([1, 3]), source: mk.randn([2, 3]) },
+    { input: mk.randn([3, 4]), dim: 1, index: torch.tensor([2]), source: mk.randn([3, 1]) },
+  ],
   "Tensor.indexAdd_": (mk) => [{ input: mk.randn([3, 4]), dim: 1, index: mk.int([2], 0, 4), source: mk.randn([3, 2]), alpha: 3 }],
   indexPut: (mk) => [
     { input: mk.randn([3, 4]), indices: [mk.int([2], 0, 3), mk.int([2], -4, 4)], values: mk.randn([2]), accumulate: true },

@@ -18,8 +18,11 @@ export const AP = {
   probs: 128, outRow: 132,
   // a second key/value segment (a KV cache's tail): keys [split, S) come from k2/v2
   split: 136, k2: 140, v2: 144, ksb2: 148, ksh2: 152, kss2: 156, vsb2: 160, vsh2: 164, vss2: 168,
+  // attn_paged: per-sequence [qStart, qLen, cached] (i32 x 3), the block table (i32 rows of tsb bytes),
+  // keys per cache block and the byte stride of one cache block (k and v caches share the layout)
+  info: 172, table: 176, tsb: 180, bsz: 184, bstride: 188,
 } as const;
-export const ATTN_PARAM_BYTES = 176;
+export const ATTN_PARAM_BYTES = 192;
 
 /** Scratch bytes one call needs: row pointers/ends, max/sum, a QB x BC score block, a QB x Ev accumulator. */
 export function attnSlotBytes(QB: number, BC: number, Ev: number): number {
@@ -31,6 +34,7 @@ const I32X4_LT_S = 0x39;
 const SHUFFLE = 0x0d;
 const ATOMIC_RMW_ADD = 0x1e;
 const I32_DIV_U = 0x6e;
+const I32_REM_U = 0x70;
 const I32_STORE = 0x36;
 const F32_EQ = 0x5b;
 const F32_NE = 0x5c;
@@ -47,7 +51,18 @@ function lanes(idx: number[]): number[] {
  * stride 1 and may be over-read by 3 floats past a row (arena blocks keep that slack).
  */
 export function attentionFns(fma: boolean): Fn[] {
-  const f = new Fn("attn_fwd", [I32, I32, I32]);
+  return [attentionFn(fma, false), attentionFn(fma, true), copyRows()];
+}
+
+/**
+ * attn_fwd, or with `paged` attn_paged(lo, hi, prm): varlen causal attention over a paged KV cache.
+ * Batch row b is one sequence with qLen new query tokens packed at rows [qStart, qStart + qLen) of
+ * q [T, Hq, E] (output [T, Hq, Ev] alike) that sees its `cached` keys in the cache, found through its
+ * block table (cache block = [bsz keys, Hk, E] rows), then its own new keys k2/v2 [T, Hk, E] causally.
+ * Key blocks never straddle a cache block or the cached/new boundary. No mask, no probs.
+ */
+function attentionFn(fma: boolean, paged: boolean): Fn {
+  const f = new Fn(paged ? "attn_paged" : "attn_fwd", [I32, I32, I32]);
   const [lo, hi, prm] = [0, 1, 2];
   const vm = new VMath(f, fma);
   const L32 = () => f.local(I32);
@@ -70,6 +85,7 @@ export function attentionFns(fma: boolean): Fn[] {
   // numbering shifted to key `split`) and row strides
   const split = L32(), k2 = L32(), v2 = L32(), ksb2 = L32(), ksh2 = L32(), kss2 = L32(), vsb2 = L32(), vsh2 = L32(), vss2 = L32();
   const kbase2 = L32(), vbase2 = L32(), kb = L32(), vb = L32(), ksB = L32(), vsB = L32();
+  const info = L32(), table = L32(), tsb = L32(), bsz = L32(), bstride = L32(), qStart = L32(), qbase = L32(), jb = L32();
   const acc = Array.from({ length: 8 }, () => f.local(V128));
   const x = f.local(V128), y = f.local(V128), z = f.local(V128), pa = f.local(V128), pb = f.local(V128);
   const mx = f.local(V128), sum = f.local(V128), mUseV = f.local(V128), alphaV = f.local(V128);
@@ -141,6 +157,7 @@ export function attentionFns(fma: boolean): Fn[] {
     [AP.T, T], [AP.QB, QB], [AP.BC, BC], [AP.probs, probs], [AP.outRow, outRow],
     [AP.split, split], [AP.k2, k2], [AP.v2, v2], [AP.ksb2, ksb2], [AP.ksh2, ksh2], [AP.kss2, kss2],
     [AP.vsb2, vsb2], [AP.vsh2, vsh2], [AP.vss2, vss2],
+    [AP.info, info], [AP.table, table], [AP.tsb, tsb], [AP.bsz, bsz], [AP.bstride, bstride],
   ] as const) ld(off, dst);
   f.get(E4).i32(2).op(OP.i32shl).set(E4); // bytes from here on
   f.get(Ev4).i32(2).op(OP.i32shl).set(Ev4);
@@ -174,14 +191,26 @@ export function attentionFns(fma: boolean): Fn[] {
     f.get(u).get(bh).get(T).op(OP.i32mul).op(OP.i32sub).get(QB).op(OP.i32mul).set(r0);
     f.get(bh).get(Hk).op(I32_DIV_U).set(b);
     f.get(bh).get(b).get(Hk).op(OP.i32mul).op(OP.i32sub).set(hk);
+    if (paged) {
+      // this sequence's rows and keys: L new tokens at qStart, S = cached + L keys, the new ones from `split` on
+      f.get(info).get(b).i32(12).op(OP.i32mul).op(OP.i32add).set(p);
+      f.get(p).mem(OP.i32load, 2).set(qStart);
+      f.get(p).mem(OP.i32load, 2, 4).set(L);
+      f.get(p).mem(OP.i32load, 2, 8).set(split);
+      f.get(split).get(L).op(OP.i32add).set(S);
+      f.get(nrep).get(L).op(OP.i32mul).set(R);
+      f.get(q).get(qStart).get(qsl).op(OP.i32mul).op(OP.i32add).set(qbase);
+    } else f.get(q).get(b).get(qsb).op(OP.i32mul).op(OP.i32add).set(qbase);
     min(() => f.get(QB), () => f.get(R).get(r0).op(OP.i32sub));
     f.set(nr);
+    // paged: a tile past a short sequence's rows has none (the loops compare unsigned)
+    if (paged) f.get(nr).i32(0).get(nr).i32(0).op(0x4a /* i32.gt_s */).op(OP.select).set(nr);
     f.get(nr).i32(1).op(OP.i32add).i32(-2).op(OP.i32and).set(nr2);
     f.get(k).get(b).get(ksb).op(OP.i32mul).op(OP.i32add).get(hk).get(ksh).op(OP.i32mul).op(OP.i32add).set(kbase);
     f.get(v).get(b).get(vsb).op(OP.i32mul).op(OP.i32add).get(hk).get(vsh).op(OP.i32mul).op(OP.i32add).set(vbase);
     // wraps below zero when split is large: i32 arithmetic is modular, key j >= split lands right
-    f.get(k2).get(b).get(ksb2).op(OP.i32mul).op(OP.i32add).get(hk).get(ksh2).op(OP.i32mul).op(OP.i32add).get(split).get(kss2).op(OP.i32mul).op(OP.i32sub).set(kbase2);
-    f.get(v2).get(b).get(vsb2).op(OP.i32mul).op(OP.i32add).get(hk).get(vsh2).op(OP.i32mul).op(OP.i32add).get(split).get(vss2).op(OP.i32mul).op(OP.i32sub).set(vbase2);
+    f.get(k2).get(paged ? qStart : b).get(ksb2).op(OP.i32mul).op(OP.i32add).get(hk).get(ksh2).op(OP.i32mul).op(OP.i32add).get(split).get(kss2).op(OP.i32mul).op(OP.i32sub).set(kbase2);
+    f.get(v2).get(paged ? qStart : b).get(vsb2).op(OP.i32mul).op(OP.i32add).get(hk).get(vsh2).op(OP.i32mul).op(OP.i32add).get(split).get(vss2).op(OP.i32mul).op(OP.i32sub).set(vbase2);
     f.i32(0).set(kend);
     // rows of the tile: pointers, visible key counts, fresh running state
     f.i32(0).set(i);
@@ -193,10 +222,12 @@ export function attentionFns(fma: boolean): Fn[] {
       f.get(hk).get(nrep).op(OP.i32mul).get(g).op(OP.i32add).set(h);
       f.get(i).i32(2).op(OP.i32shl).set(t); // byte index of row i's i32/f32 fields
       f.get(rq).get(t).op(OP.i32add);
-      f.get(q).get(b).get(qsb).op(OP.i32mul).op(OP.i32add).get(h).get(qsh).op(OP.i32mul).op(OP.i32add).get(l).get(qsl).op(OP.i32mul).op(OP.i32add);
+      f.get(qbase).get(h).get(qsh).op(OP.i32mul).op(OP.i32add).get(l).get(qsl).op(OP.i32mul).op(OP.i32add);
       f.mem(I32_STORE, 2);
       f.get(ro).get(t).op(OP.i32add);
-      f.get(out).get(b).get(Hq).op(OP.i32mul).get(h).op(OP.i32add).get(L).op(OP.i32mul).get(l).op(OP.i32add).get(outRow).op(OP.i32mul).op(OP.i32add);
+      // output rows: [B, Hq, L, W], or packed tokens [T, Hq, Ev] (paged)
+      if (paged) f.get(out).get(qStart).get(l).op(OP.i32add).get(Hq).op(OP.i32mul).get(h).op(OP.i32add).get(outRow).op(OP.i32mul).op(OP.i32add);
+      else f.get(out).get(b).get(Hq).op(OP.i32mul).get(h).op(OP.i32add).get(L).op(OP.i32mul).get(l).op(OP.i32add).get(outRow).op(OP.i32mul).op(OP.i32add);
       f.mem(I32_STORE, 2);
       f.get(rm).get(t).op(OP.i32add);
       f.get(mask).get(b).get(msb).op(OP.i32mul).op(OP.i32add).get(h).get(msh).op(OP.i32mul).op(OP.i32add).get(l).get(msl).op(OP.i32mul).op(OP.i32add);
@@ -219,7 +250,20 @@ export function attentionFns(fma: boolean): Fn[] {
       f.set(bc);
       // the block's segment (blocks never straddle `split`: the caller makes BC divide it)
       f.get(j0).get(split).op(OP.i32ltu).op(OP.if, 0x40);
-      f.get(kbase).set(kb); f.get(vbase).set(vb); f.get(kss).set(ksB); f.get(vss).set(vsB);
+      if (paged) {
+        // cached keys: up to the end of this cache block and of the cached keys; the block's rows via the table
+        f.get(j0).get(bsz).op(I32_REM_U).set(jb);
+        min(() => f.get(bc), () => f.get(bsz).get(jb).op(OP.i32sub));
+        f.set(bc);
+        min(() => f.get(bc), () => f.get(split).get(j0).op(OP.i32sub));
+        f.set(bc);
+        f.get(table).get(b).get(tsb).op(OP.i32mul).op(OP.i32add).get(j0).get(bsz).op(I32_DIV_U).i32(2).op(OP.i32shl).op(OP.i32add);
+        f.mem(OP.i32load, 2).get(bstride).op(OP.i32mul).get(hk).get(ksh).op(OP.i32mul).op(OP.i32add);
+        f.get(j0).get(jb).op(OP.i32sub).get(kss).op(OP.i32mul).op(OP.i32sub).set(t); // key j0 - jb of the block's numbering
+        f.get(k).get(t).op(OP.i32add).set(kb); f.get(v).get(t).op(OP.i32add).set(vb); f.get(kss).set(ksB); f.get(vss).set(vsB);
+      } else {
+        f.get(kbase).set(kb); f.get(vbase).set(vb); f.get(kss).set(ksB); f.get(vss).set(vsB);
+      }
       f.op(OP.else);
       f.get(kbase2).set(kb); f.get(vbase2).set(vb); f.get(kss2).set(ksB); f.get(vss2).set(vsB);
       f.op(OP.end);
@@ -247,7 +291,10 @@ export function attentionFns(fma: boolean): Fn[] {
         f.get(sb).get(i).get(sbRow).op(OP.i32mul).op(OP.i32add).set(p);
         f.get(p).get(bcBytes).op(OP.i32add).set(end);
         f.get(rm).get(t).op(OP.i32add).mem(OP.i32load, 2).get(j0).i32(2).op(OP.i32shl).op(OP.i32add).set(p2);
-        f.get(re).get(t).op(OP.i32add).mem(OP.i32load, 2).simd(SIMD.i32x4splat).set(y);
+        // visible keys of the row (paged blocks may end inside a quad: hide past the block too)
+        if (paged) min(() => f.get(re).get(t).op(OP.i32add).mem(OP.i32load, 2), () => f.get(j0).get(bc).op(OP.i32add));
+        else f.get(re).get(t).op(OP.i32add).mem(OP.i32load, 2);
+        f.simd(SIMD.i32x4splat).set(y);
         f.get(j0).simd(SIMD.i32x4splat).get(iota).simd(SIMD.i32x4add).set(z);
         f.get(ro).get(t).op(OP.i32add).mem(OP.i32load, 2).get(j0).i32(2).op(OP.i32shl).op(OP.i32add).set(pp);
         f.get(negInf).set(mx);
@@ -337,7 +384,7 @@ export function attentionFns(fma: boolean): Fn[] {
         f.op(OP.end);
       });
       f.op(OP.end);
-      f.get(j0).get(BC).op(OP.i32add).set(j0);
+      f.get(j0).get(paged ? bc : BC).op(OP.i32add).set(j0);
     });
     // probabilities: exp(s - max) / sum over the kept scores, zeros past the tile's last key
     f.get(probs).op(OP.if, 0x40);
@@ -373,7 +420,7 @@ export function attentionFns(fma: boolean): Fn[] {
     });
     f.op(OP.end);
   });
-  return [f, copyRows()];
+  return f;
 }
 
 /** Byte offsets of the copy_rows parameter block (i32 fields). */
