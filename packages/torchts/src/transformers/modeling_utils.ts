@@ -6,6 +6,7 @@ import type { Tensor, DType } from "../index.js";
 import type { PretrainedConfig, RopeParameters } from "./config.js";
 import type { WeightSource } from "./weights.js";
 import type { KVCache } from "./kv_cache.js";
+import type { PagedBatch, PagedKVCache } from "./paged_kv_cache.js";
 import { generate, type GenerateOptions, type GenerateOutput } from "./generate.js";
 const { nn } = torch;
 const F = nn.functional;
@@ -212,6 +213,15 @@ export abstract class PreTrainedModel extends nn.Module {
     super();
   }
   abstract override forward(inputIds: Tensor, opts?: ForwardOptions): CausalLMOutput;
+  /**
+   * One serving step over a paged KV cache: the logits [N, vocab] of batch.logitsIndices' tokens. The new
+   * tokens' keys and values are written into the cache. Models without it cannot be served by the engine.
+   */
+  forwardPaged(batch: PagedBatch, cache: PagedKVCache): Tensor {
+    void batch;
+    void cache;
+    throw new Error(`${this.constructor.name} does not support a paged KV cache (forwardPaged)`);
+  }
   /** Number of KV heads and head dim per layer (for the cache). */
   abstract cacheShape(): { layers: number; kvHeads: number; headDim: number };
   /** Re-establish tied weights after loading replaced the parameters. */

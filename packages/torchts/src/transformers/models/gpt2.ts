@@ -10,6 +10,7 @@ import {
   type CausalLMOutput, type ForwardOptions, type InitOpts,
 } from "../modeling_utils.js";
 import type { KVCache } from "../kv_cache.js";
+import type { PagedBatch, PagedKVCache } from "../paged_kv_cache.js";
 const { nn } = torch;
 const F = nn.functional;
 
@@ -56,6 +57,15 @@ class GPT2Attention extends nn.Module {
     const y = w.matmul(v).permute(0, 2, 1, 3).reshape(B, L, C);
     return this.c_proj.forward(y);
   }
+  /** A serving step over packed tokens h [T, C] (see LlamaAttention.forwardPaged). */
+  forwardPaged(h: Tensor, batch: PagedBatch, cache: PagedKVCache): Tensor {
+    const [T, C] = h.shape as [number, number];
+    const nh = this.cfg.numAttentionHeads;
+    const [q, k, v] = this.c_attn.forward(h).split(C, 1).map((t) => t.view(T, nh, C / nh)) as [Tensor, Tensor, Tensor];
+    const o = F.pagedAttention(q, k, v, cache.keys[this.layerIdx]!, cache.values[this.layerIdx]!, batch.blockTable, batch.cuSeqlensQ, batch.cacheSeqlens);
+    cache.write(this.layerIdx, k, v, batch.slotMapping);
+    return this.c_proj.forward(o.reshape(T, C));
+  }
 }
 
 class GPT2MLP extends nn.Module {
@@ -87,6 +97,10 @@ class GPT2Block extends nn.Module {
   }
   override forward(h: Tensor, mask: Tensor, cache?: KVCache, cachePos?: Tensor): Tensor {
     h = this.attn.forward(this.ln_1.forward(h), mask, cache, cachePos).add(h);
+    return h.add(this.mlp.forward(this.ln_2.forward(h)));
+  }
+  forwardPaged(h: Tensor, batch: PagedBatch, cache: PagedKVCache): Tensor {
+    h = this.attn.forwardPaged(this.ln_1.forward(h), batch, cache).add(h);
     return h.add(this.mlp.forward(this.ln_2.forward(h)));
   }
 }
@@ -139,5 +153,12 @@ export class GPT2LMHeadModel extends PreTrainedModel {
       if (opts.outputHiddenStates) hidden.push(h);
     }
     return this.finishForward(h, hidden, L, opts, t.ln_f, this.lm_head);
+  }
+
+  override forwardPaged(batch: PagedBatch, cache: PagedKVCache): Tensor {
+    const t = this.transformer;
+    let h = t.wte.forward(batch.inputIds).add(t.wpe.forward(batch.positions)); // [T, C]
+    for (const block of t.h.children() as Iterable<GPT2Block>) h = block.forwardPaged(h, batch, cache);
+    return this.lm_head.forward(t.ln_f.forward(h.indexSelect(0, batch.logitsIndices)));
   }
 }

@@ -5,10 +5,11 @@ import * as torch from "../../index.js";
 import type { Tensor } from "../../index.js";
 import type { PretrainedConfig } from "../config.js";
 import {
-  Embedding, Linear, PreTrainedModel, RMSNorm, applyRope, ropeInvFreq, ropeTables, rotateHalfMatrix, type RopeTables,
+  Embedding, Linear, PreTrainedModel, RMSNorm, applyRope, ropeCosSin, ropeInvFreq, ropeTables, rotateHalf, rotateHalfMatrix, type RopeTables,
   type CausalLMOutput, type ForwardOptions, type InitOpts,
 } from "../modeling_utils.js";
 import type { KVCache } from "../kv_cache.js";
+import type { PagedBatch, PagedKVCache } from "../paged_kv_cache.js";
 import { segmentedAttention } from "../../nn/functional/attention.js";
 const { nn } = torch;
 const F = nn.functional;
@@ -61,6 +62,25 @@ class LlamaAttention extends nn.Module {
     // [B, nkv, S, hd] in one or two segments along S (a KV cache's completed blocks and tail)
     const { keys, values } = cache ? cache.updateSegments(this.layerIdx, k, v0, cachePos) : { keys: [k], values: [v0] };
     return this.o_proj.forward(attend(q, keys, values, mask, this.hd ** -0.5).transpose(1, 2).reshape(B, L, this.nh * this.hd));
+  }
+
+  /**
+   * A serving step: h [T, C] packs the new tokens of several sequences (rope cos/sin [T, 1, hd]); the
+   * cached positions are read from `cache` in place, and the new keys/values are written to their slots.
+   */
+  forwardPaged(h: Tensor, cos: Tensor, sin: Tensor, batch: PagedBatch, cache: PagedKVCache): Tensor {
+    const T = h.shape[0]!;
+    let q = this.q_proj.forward(h).view(T, this.nh, this.hd);
+    let k = this.k_proj.forward(h).view(T, this.nkv, this.hd);
+    const v = this.v_proj.forward(h).view(T, this.nkv, this.hd);
+    if (this.q_norm) q = this.q_norm.forward(q);
+    if (this.k_norm) k = this.k_norm.forward(k);
+    q = q.mul(cos).add(rotateHalf(q).mul(sin));
+    k = k.mul(cos).add(rotateHalf(k).mul(sin));
+    const { blockTable, cuSeqlensQ, cacheSeqlens, slotMapping } = batch;
+    const o = F.pagedAttention(q, k, v, cache.keys[this.layerIdx]!, cache.values[this.layerIdx]!, blockTable, cuSeqlensQ, cacheSeqlens, { scale: this.hd ** -0.5 });
+    cache.write(this.layerIdx, k, v, slotMapping);
+    return this.o_proj.forward(o.reshape(T, this.nh * this.hd));
   }
 }
 
@@ -116,6 +136,10 @@ class LlamaDecoderLayer extends nn.Module {
   }
   override forward(h: Tensor, rope: RopeTables, mask: Tensor, cache?: KVCache, cachePos?: Tensor): Tensor {
     h = h.add(this.self_attn.forward(this.input_layernorm.forward(h), rope, mask, cache, cachePos));
+    return h.add(this.mlp.forward(this.post_attention_layernorm.forward(h)));
+  }
+  forwardPaged(h: Tensor, cos: Tensor, sin: Tensor, batch: PagedBatch, cache: PagedKVCache): Tensor {
+    h = h.add(this.self_attn.forwardPaged(this.input_layernorm.forward(h), cos, sin, batch, cache));
     return h.add(this.mlp.forward(this.post_attention_layernorm.forward(h)));
   }
 }
@@ -174,5 +198,14 @@ export class LlamaForCausalLM extends PreTrainedModel {
       if (opts.outputHiddenStates) hidden.push(h);
     });
     return this.finishForward(h, hidden, L, opts, this.model.norm, this.lm_head);
+  }
+
+  override forwardPaged(batch: PagedBatch, cache: PagedKVCache): Tensor {
+    if (this.config.layerTypes.some((t) => t === "sliding_attention"))
+      throw new Error(`${this.constructor.name}.forwardPaged: sliding-window attention is not supported by the paged KV cache yet`);
+    let h = this.model.embed_tokens.forward(batch.inputIds); // [T, C]
+    const [cos, sin] = ropeCosSin(this.invFreq, batch.positions.unsqueeze(0), h.dtype).map((t) => t.squeeze(0).transpose(0, 1)); // [T, 1, hd]
+    for (const layer of this.model.layers.children() as Iterable<LlamaDecoderLayer>) h = layer.forwardPaged(h, cos!, sin!, batch, cache);
+    return this.lm_head.forward(this.model.norm.forward(h.indexSelect(0, batch.logitsIndices)));
   }
 }
