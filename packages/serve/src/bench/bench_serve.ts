@@ -68,8 +68,9 @@ export type BenchServeResult = {
   model_id: string;
   tokenizer_id: string;
   num_prompts: number;
+  /** "inf" for Infinity (which JSON cannot hold), as vLLM writes request_rate. */
   request_rate: number | "inf";
-  burstiness: number;
+  burstiness: number | "inf";
   max_concurrency: number | null;
   duration: number;
   completed: number;
@@ -148,7 +149,7 @@ async function firstModel(client: OpenAI): Promise<{ id: string; root: string }>
   try {
     list = await client.get<typeof list>("/v1/models");
   } catch (e) {
-    throw new Error(`no --model given and GET /v1/models failed: ${(e as Error).message}`);
+    throw new Error(`no --model given and GET /v1/models failed: ${(e as Error).message}`, { cause: e });
   }
   const m = list.data?.[0];
   if (!m?.id) throw new Error("no --model given and GET /v1/models lists no model");
@@ -159,7 +160,7 @@ async function loadTokenizer(dir: string): Promise<PreTrainedTokenizer> {
   try {
     return await AutoTokenizer.fromPretrained(dir);
   } catch (e) {
-    throw new BenchArgumentError(`cannot load a tokenizer from '${dir}' (pass --tokenizer DIR, a folder with tokenizer.json): ${(e as Error).message}`);
+    throw new BenchArgumentError(`cannot load a tokenizer from '${dir}' (pass --tokenizer DIR, a folder with tokenizer.json): ${(e as Error).message}`, { cause: e });
   }
 }
 
@@ -253,7 +254,7 @@ export async function benchServe(opts: BenchServeOptions): Promise<BenchServeRes
     tokenizer_id: tokenizerId,
     num_prompts: opts.numPrompts,
     request_rate: rate === Infinity ? "inf" : rate,
-    burstiness,
+    burstiness: burstiness === Infinity ? "inf" : burstiness,
     max_concurrency: opts.maxConcurrency ?? null,
     duration,
     completed: m.completed,

@@ -42,18 +42,15 @@ export function allowedTokenIds(tokenizer: PreTrainedTokenizer): number[] {
   return ids.sort((a, b) => a - b);
 }
 
-/** Text that encodes (without special tokens) to `target` tokens where a few rounds can reach it. */
+/** Text that encodes (without special tokens) to `target` tokens where ten rounds can reach it, and its length. */
 function textOfLength(tokenizer: PreTrainedTokenizer, ids: number[], target: number, allowed: number[], rng: SeededRandom): { text: string; tokens: number } {
   let text = tokenizer.decode(ids);
-  let tokens = ids.length;
-  for (let round = 0; round < 10; round++) {
+  for (let round = 0; ; round++) {
     const enc = tokenizer.encode(text, { addSpecialTokens: false });
-    tokens = enc.length;
-    if (tokens === target) break;
-    const next = tokens > target ? enc.slice(0, target) : enc.concat(Array.from({ length: target - tokens }, () => allowed[rng.int(0, allowed.length - 1)]!));
+    if (enc.length === target || round === 10) return { text, tokens: enc.length };
+    const next = enc.length > target ? enc.slice(0, target) : enc.concat(Array.from({ length: target - enc.length }, () => allowed[rng.int(0, allowed.length - 1)]!));
     text = tokenizer.decode(next);
   }
-  return { text, tokens };
 }
 
 export function randomRequests(tokenizer: PreTrainedTokenizer, opts: RandomDatasetOptions, rng: SeededRandom): SampleRequest[] {
