@@ -32,34 +32,48 @@ export interface Family {
   type: string;
   metrics: Sample[];
 }
+export interface Metrics {
+  /** The exposition as the parser reads it. */
+  families: Family[];
+  /**
+   * The same text with the histograms' TYPE lines dropped, so each histogram reads as its
+   * _bucket/_sum/_count series: the parser drops _sum, _count and every label of a histogram whose
+   * series carry a label besides le (yunyu/parse-prometheus-text-format#13), and ours carry model_name.
+   */
+  series: Family[];
+}
 
 /** GET /metrics, parsed by parse-prometheus-text-format. */
-export async function scrape(url: string): Promise<Family[]> {
+export async function scrape(url: string): Promise<Metrics> {
   const r = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) });
   assert.equal(r.status, 200);
   assert.match(r.headers.get("content-type") ?? "", /^text\/plain/);
-  return parsePrometheusTextFormat(await r.text()) as Family[];
+  const text = await r.text();
+  return {
+    families: parsePrometheusTextFormat(text) as Family[],
+    series: parsePrometheusTextFormat(text.replace(/^# TYPE \S+ histogram\n/gm, "")) as Family[],
+  };
 }
 
-export function family(fs: Family[], name: string): Family {
-  const f = fs.find((x) => x.name === name);
-  assert.ok(f, `${name} is not in /metrics (${fs.map((x) => x.name).join(", ")})`);
+export function family(m: Metrics, name: string, from: "families" | "series" = "families"): Family {
+  const f = m[from].find((x) => x.name === name);
+  assert.ok(f, `${name} is not in /metrics (${m[from].map((x) => x.name).join(", ")})`);
   return f;
 }
 
 /** The value of a counter or gauge sample whose labels include `labels`. */
-export function sampleValue(fs: Family[], name: string, labels: Record<string, string> = {}): number {
-  const f = family(fs, name);
-  const m = f.metrics.find((s) => Object.entries(labels).every(([k, v]) => s.labels?.[k] === v));
-  assert.ok(m && m.value !== undefined, `${name}${JSON.stringify(labels)} has no sample`);
-  return Number(m.value);
+export function sampleValue(m: Metrics, name: string, labels: Record<string, string> = {}, from: "families" | "series" = "families"): number {
+  const f = family(m, name, from);
+  const s = f.metrics.find((x) => Object.entries(labels).every(([k, v]) => x.labels?.[k] === v));
+  assert.ok(s && s.value !== undefined, `${name}${JSON.stringify(labels)} has no sample`);
+  return Number(s.value);
 }
 
-/** A histogram's count and sum. */
-export function histogram(fs: Family[], name: string): { count: number; sum: number; buckets: Record<string, number> } {
-  const m = family(fs, name).metrics[0]!;
-  const buckets = Object.fromEntries(Object.entries(m.buckets ?? {}).map(([k, v]) => [k, Number(v)]));
-  return { count: Number(m.count), sum: Number(m.sum), buckets };
+/** A histogram's count, sum and cumulative buckets (by le), read from its series. */
+export function histogram(m: Metrics, name: string): { count: number; sum: number; buckets: Record<string, number> } {
+  assert.equal(family(m, name).type, "HISTOGRAM", name);
+  const buckets = Object.fromEntries(family(m, `${name}_bucket`, "series").metrics.map((s) => [s.labels!.le!, Number(s.value)]));
+  return { count: sampleValue(m, `${name}_count`, {}, "series"), sum: sampleValue(m, `${name}_sum`, {}, "series"), buckets };
 }
 
 export interface RawReply {
