@@ -22,4 +22,4 @@ export {
   type EngineStats,
   type EngineEvent,
 } from "./engine.js";
-export { benchServe, BenchArgumentError, type BenchServeOptions, type BenchServeResult } from "./bench/bench_serve.js";
+export { benchServe, BenchArgumentError, formatResult, jsonRecord, latencyPlotPng, type BenchServeOptions, type BenchServeResult, type Endpoint, type GoodputSlos } from "./bench/index.js";

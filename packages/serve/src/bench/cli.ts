@@ -6,7 +6,7 @@ import cliProgress from "cli-progress";
 import { BenchArgumentError, benchServe, ENDPOINTS, type BenchServeOptions, type BenchServeResult } from "./bench_serve.js";
 import type { GoodputSlos } from "./metrics.js";
 import { latencyPlotPng } from "./plot.js";
-import { formatResult } from "./report.js";
+import { formatResult, jsonRecord } from "./report.js";
 import type { Endpoint } from "./request.js";
 
 export const USAGE = `usage: torchts bench serve [--base-url URL | --host 127.0.0.1 --port 8000] [--endpoint /v1/completions|/v1/chat/completions]
@@ -57,9 +57,6 @@ const OPTIONS = {
 } as const;
 
 type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K] extends { multiple: true } ? string[] : (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
-
-/** The per-request lists vLLM leaves out of its JSON unless --save-detailed. */
-const DETAILED = ["input_lens", "output_lens", "start_times", "ttfts", "itls", "generated_texts", "errors"] as const;
 
 function int(v: string | undefined, flag: string, min: number): number | undefined {
   if (v === undefined) return undefined;
@@ -185,13 +182,6 @@ function progressBar(): { update(done: number, total: number): void; stop(): voi
       if (started) bar.stop();
     },
   };
-}
-
-/** The JSON file's record: vLLM drops the per-request lists unless --save-detailed. */
-export function jsonRecord(r: BenchServeResult, detailed: boolean): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...r };
-  if (!detailed) for (const k of DETAILED) delete out[k];
-  return out;
 }
 
 /** Runs `torchts bench serve ARGS` (argv without "serve"); resolves with the exit code. */

@@ -1,5 +1,5 @@
-// The result table `vllm bench serve` prints, line for line: a 40-wide label, then the value
-// (two decimals for rates, times and throughputs), section rules 50 wide.
+// What `vllm bench serve` writes: its result table, line for line (a 40-wide label, then the value,
+// two decimals for rates, times and throughputs; section rules 50 wide), and its JSON record.
 import type { BenchServeResult } from "./bench_serve.js";
 import type { MetricName } from "./metrics.js";
 
@@ -47,4 +47,14 @@ export function formatResult(r: BenchServeResult, percentiles: number[]): string
   }
   lines.push("=".repeat(WIDTH));
   return lines.join("\n");
+}
+
+/** The per-request lists vLLM leaves out of its JSON unless --save-detailed. */
+const DETAILED = ["input_lens", "output_lens", "start_times", "ttfts", "itls", "generated_texts", "errors"] as const;
+
+/** The JSON file's record: `r` less the per-request lists unless `detailed`. */
+export function jsonRecord(r: BenchServeResult, detailed: boolean): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...r };
+  if (!detailed) for (const k of DETAILED) delete out[k];
+  return out;
 }
