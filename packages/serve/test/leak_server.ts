@@ -16,8 +16,9 @@ export interface MemoryReport {
   kvCacheUsage: number;
 }
 
-const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc || !process.send) throw new Error("leak_server.ts runs as a child process started with --expose-gc");
+const exposed = (globalThis as { gc?: () => void }).gc;
+if (!exposed || !process.send) throw new Error("leak_server.ts runs as a child process started with --expose-gc");
+const gc: () => void = exposed;
 
 const { model, tokenizer } = await load(modelDir());
 const srv = await startServer(model, tokenizer, { maxNumSeqs: 4 });
