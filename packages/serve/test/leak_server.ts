@@ -37,8 +37,9 @@ process.on("message", async (m: { cmd: string }) => {
     process.send!({ report });
   } else if (m.cmd === "stop") {
     await srv.close();
-    process.disconnect();
+    process.exit(0);
   }
 });
-process.on("disconnect", () => void srv.close().finally(() => process.exit(0)));
+// the test process went away without asking to stop: do not outlive it
+process.on("disconnect", () => process.exit(1));
 process.send({ url: srv.url });
