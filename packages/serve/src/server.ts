@@ -6,6 +6,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import client from "prom-client";
 import type { ChatMessage } from "torchts/transformers";
 import { EngineClosedError, EngineInputError, EngineQueueFullError, type LLMEngine, type RequestOutput, type SamplingParams } from "./engine.js";
+import { makeConstraint, parseToolCall, structuredSpec, StructuredRequestError, ToolCallReader, toolCallId, type StructuredSpec } from "./structured/openai.js";
 
 /** Used when the model folder has no chat template: one line `<|role|>` then the content, per message. */
 export const FALLBACK_CHAT_TEMPLATE =
@@ -234,6 +235,24 @@ function sse(res: ServerResponse, data: unknown): void {
   if (!res.destroyed && !res.writableEnded) res.write(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
 }
 
+/**
+ * Stream pieces for forced tool calls, per choice: nothing until the function name is whole, then
+ * OpenAI's first tool_calls delta (index, id, type, name, empty arguments), then the arguments as
+ * they come, and a last empty delta with finish_reason "tool_calls" once the call is whole.
+ */
+function toolCallDeltas(choices: number): (out: RequestOutput, i: number) => Body[] {
+  const readers = Array.from({ length: choices }, () => new ToolCallReader());
+  return (out, i) => {
+    const r = readers[i]!;
+    const { name, args } = r.push(out.text);
+    const parts: Body[] = [];
+    if (name !== null) parts.push({ delta: { tool_calls: [{ index: 0, id: toolCallId(), type: "function", function: { name, arguments: "" } }] } });
+    if (args) parts.push({ delta: { tool_calls: [{ index: 0, function: { arguments: args } }] } });
+    if (out.finishReason) parts.push(r.result() ? { delta: {}, finish_reason: "tool_calls" } : { delta: {} });
+    return parts;
+  };
+}
+
 export async function createServer(o: ServerOptions): Promise<Server> {
   const { engine, modelName } = o;
   const tok = engine.tokenizer;
@@ -292,22 +311,34 @@ export async function createServer(o: ServerOptions): Promise<Server> {
   };
 
   /** Start n engine requests per prompt; all or none. */
-  const start = (prompts: number[][], n: number, b: Body, maxTokens: number | undefined, signal: AbortSignal, baseId: string) => {
+  const start = (prompts: number[][], n: number, b: Body, maxTokens: number | undefined, signal: AbortSignal, baseId: string, spec: StructuredSpec | null = null) => {
     const base = sampling(b, maxTokens);
-    for (const p of prompts) {
+    const constraint = () => {
       try {
-        engine.validate(p, base);
+        return spec && makeConstraint(spec, tok, eosIds);
+      } catch (e) {
+        if (e instanceof StructuredRequestError) throw new HttpError(400, e.message, "invalid_request_error", e.param);
+        throw e;
+      }
+    };
+    const need = constraint()?.minTokens ?? 0;
+    for (const p of prompts) {
+      let mt: number;
+      try {
+        mt = engine.validate(p, base);
       } catch (e) {
         if (e instanceof EngineInputError) throw new HttpError(400, e.message, "invalid_request_error", e.param);
         throw e;
       }
+      if (mt < need) throw new HttpError(400, `max_tokens too small for the ${spec!.toolCall ? "tool call" : "response_format"}: its shortest output takes ${need} tokens, max_tokens allows ${mt}`, "invalid_request_error", "max_tokens");
     }
     const its: AsyncIterableIterator<RequestOutput>[] = [];
     try {
       let k = 0;
       for (const p of prompts)
         for (let j = 0; j < n; j++) {
-          const params = base.seed !== undefined && j > 0 ? { ...base, seed: (base.seed + j) >>> 0 } : base;
+          const seeded = base.seed !== undefined && j > 0 ? { ...base, seed: (base.seed + j) >>> 0 } : base;
+          const params = spec ? { ...seeded, constraint: constraint()! } : seeded;
           its.push(engine.generate(p, params, { requestId: `${baseId}-${k++}`, signal }));
         }
     } catch (e) {
@@ -352,7 +383,7 @@ export async function createServer(o: ServerOptions): Promise<Server> {
   type Head = { id: string; object: string; now: number; model: string; includeUsage: boolean; prompts: number[][] };
 
   /** Stream the merged outputs as server-sent events: the `first` choices, then one chunk a piece of text or finish, then usage (when asked) and [DONE]. */
-  const streamOut = async (reply: FastifyReply, its: AsyncIterableIterator<RequestOutput>[], h: Head, first: Body[], piece: (out: RequestOutput) => Body) => {
+  const streamOut = async (reply: FastifyReply, its: AsyncIterableIterator<RequestOutput>[], h: Head, first: Body[], piece: (out: RequestOutput, i: number) => Body[]) => {
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
@@ -363,10 +394,14 @@ export async function createServer(o: ServerOptions): Promise<Server> {
       for await (const [i, out] of merge(its)) {
         last[i] = out;
         if (out.finishReason === "abort") continue;
-        if (!out.text && !out.finishReason) continue;
-        const choice: Body = { index: i, ...piece(out), logprobs: null, finish_reason: out.finishReason };
-        if (out.finishReason) choice.stop_reason = out.stopReason;
-        sse(res, chunk([choice]));
+        const parts = piece(out, i);
+        parts.forEach((p, k) => {
+          // the output's finish reason goes on its last part; a part may name its own (tool_calls)
+          const last = k === parts.length - 1;
+          const choice: Body = { index: i, logprobs: null, finish_reason: last ? out.finishReason : null, ...p };
+          if (last && out.finishReason) choice.stop_reason = out.stopReason;
+          sse(res, chunk([choice]));
+        });
       }
       if (h.includeUsage) sse(res, { id: h.id, object: h.object, created: h.now, model: h.model, choices: [], usage: usageOf(h.prompts, last) });
       sse(res, "[DONE]");
@@ -393,10 +428,10 @@ export async function createServer(o: ServerOptions): Promise<Server> {
       model: h.model,
       choices: its.map((_, i) => ({
         index: i,
-        ...content(i, texts[i]!),
         logprobs: null,
-        finish_reason: last[i]!.finishReason,
+        finish_reason: last[i]!.finishReason as string | null,
         stop_reason: last[i]!.stopReason,
+        ...content(i, texts[i]!),
       })),
       usage: usageOf(h.prompts, last),
     };
@@ -406,11 +441,19 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     if (chat && b.logprobs === true) throw new HttpError(400, "logprobs are not supported yet", "invalid_request_error", "logprobs");
     if (!chat && b.logprobs !== undefined && b.logprobs !== null) throw new HttpError(400, "logprobs are not supported yet", "invalid_request_error", "logprobs");
     if (!chat && b.suffix) throw new HttpError(400, "suffix is not supported", "invalid_request_error", "suffix");
-    const rf = b.response_format as { type?: string } | null | undefined;
-    if (rf && rf.type !== "text") throw new HttpError(400, `response_format '${rf.type}' is not supported yet`, "invalid_request_error", "response_format");
-    const tools = b.tools as unknown[] | null | undefined;
-    if (tools && tools.length && b.tool_choice !== "none") throw new HttpError(400, "tools are not supported yet", "invalid_request_error", "tools");
   };
+
+  /** The structured output a request asks for (response_format, forced tool calls), or null. */
+  const structured = (b: Body, chat: boolean): StructuredSpec | null => {
+    try {
+      return structuredSpec(b, chat);
+    } catch (e) {
+      if (e instanceof StructuredRequestError) throw new HttpError(400, e.message, "invalid_request_error", e.param);
+      throw e;
+    }
+  };
+  // the ids that end a request: the constraint allows them only once the document is whole
+  const eosIds = [...new Set([...engine.model.config.eosTokenId, ...(tok.eosTokenId !== null ? [tok.eosTokenId] : [])])];
 
   // ---- routes ----
   app.get("/health", async (_req, reply) => (draining ? reply.code(503).send({ status: "draining" }) : reply.send({ status: "ok" })));
@@ -441,26 +484,35 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     const b = req.body as Body;
     checkModel(b);
     unsupported(b, true);
+    const spec = structured(b, true);
     const n = choices(1, b);
     const prompt = chatPrompt(b);
     const maxTokens = ((b.max_completion_tokens ?? b.max_tokens) as number | null | undefined) ?? undefined;
     const ac = disconnect(reply);
     const id = `chatcmpl-${randomUUID().replace(/-/g, "")}`;
-    const its = start([prompt], n, b, maxTokens, ac.signal, id);
+    const its = start([prompt], n, b, maxTokens, ac.signal, id, spec);
     const model = (b.model as string | undefined) ?? modelName;
     const includeUsage = Boolean((b.stream_options as { include_usage?: boolean } | null | undefined)?.include_usage);
     const h: Head = { id, object: "chat.completion", now: Math.floor(Date.now() / 1000), model, includeUsage, prompts: [prompt] };
+    const toolCall = spec?.toolCall ?? false;
     if (b.stream) {
-      const first = its.map((_, i) => ({ index: i, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }));
-      return streamOut(reply, its, { ...h, object: "chat.completion.chunk" }, first, (out) => ({ delta: out.text ? { content: out.text } : {} }));
+      const first = its.map((_, i) => ({ index: i, delta: { role: "assistant", content: toolCall ? null : "" }, logprobs: null, finish_reason: null }));
+      const text = (out: RequestOutput) => (out.text || out.finishReason ? [{ delta: out.text ? { content: out.text } : {} }] : []);
+      return streamOut(reply, its, { ...h, object: "chat.completion.chunk" }, first, toolCall ? toolCallDeltas(its.length) : text);
     }
-    return collectOut(reply, its, h, ac.signal, (_, text) => ({ message: { role: "assistant", content: text, tool_calls: [] } }));
+    return collectOut(reply, its, h, ac.signal, (i, text) => {
+      const call = toolCall ? parseToolCall(text) : null;
+      // a tool call cut short (max_tokens, a stop string) stays text with its own finish reason
+      if (!call) return { message: { role: "assistant", content: text, tool_calls: [] } };
+      return { message: { role: "assistant", content: null, tool_calls: [{ id: toolCallId(), type: "function", function: call }] }, finish_reason: "tool_calls" };
+    });
   });
 
   app.post("/v1/completions", { schema: { body: COMPLETION_SCHEMA } }, async (req: FastifyRequest, reply: FastifyReply) => {
     const b = req.body as Body;
     checkModel(b);
     unsupported(b, false);
+    const spec = structured(b, false);
     const p = b.prompt as string | string[] | number[] | number[][];
     const n = choices(typeof p === "string" || typeof p[0] === "number" ? 1 : p.length, b);
     const prompts: number[][] =
@@ -468,7 +520,7 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     const maxTokens = (b.max_tokens as number | null | undefined) ?? 16;
     const ac = disconnect(reply);
     const id = `cmpl-${randomUUID().replace(/-/g, "")}`;
-    const its = start(prompts, n, b, maxTokens, ac.signal, id);
+    const its = start(prompts, n, b, maxTokens, ac.signal, id, spec);
     const model = (b.model as string | undefined) ?? modelName;
     const echo = Boolean(b.echo);
     const promptText = (i: number) => (typeof p === "string" ? p : typeof p[0] === "string" ? (p as string[])[Math.floor(i / n)]! : tok.decode(prompts[Math.floor(i / n)]!));
@@ -476,7 +528,7 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     const h: Head = { id, object: "text_completion", now: Math.floor(Date.now() / 1000), model, includeUsage, prompts };
     if (b.stream) {
       const first = echo ? its.map((_, i) => ({ index: i, text: promptText(i), logprobs: null, finish_reason: null })) : [];
-      return streamOut(reply, its, h, first, (out) => ({ text: out.text }));
+      return streamOut(reply, its, h, first, (out) => (out.text || out.finishReason ? [{ text: out.text }] : []));
     }
     return collectOut(reply, its, h, ac.signal, (i, text) => ({ text: (echo ? promptText(i) : "") + text }));
   });
