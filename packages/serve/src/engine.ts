@@ -1,10 +1,18 @@
-// LLMEngine: the first engine of `torchts serve`. It schedules at iteration level: every engine step
-// advances one running request by one token (its prefill, or one decode step), round-robin over the
-// running requests, so requests progress concurrently and a new one starts at the next step instead of
-// waiting for the others to finish. Each request owns a torchts KVCache (batch 1) and runs its own forward;
-// batching several requests into one forward pass and the paged KV read in place come in a later part.
+// LLMEngine: the engine of `torchts serve` (vLLM's continuous batching over a paged KV cache, SGLang's
+// radix prefix cache and host tier). Each step the scheduler picks the tokens of one forward pass:
+// every running request's next token (decode) and chunks of prompts being prefilled, under a token
+// budget; requests join and leave the batch at every step. One forwardPaged call computes them all: the
+// attention kernels read each sequence's cached keys in place through its block table, and each layer
+// writes the new keys into their slots. The logits of the sequences that need a token are sampled per
+// request (its own parameters and seeded RNG), then outputs go to the requests' async iterators.
 import * as torch from "torchts";
-import { chooseToken, KVCache, type GenerateOptions, type PreTrainedModel, type PreTrainedTokenizer } from "torchts/transformers";
+import { PagedKVCache, pagedBatch, type PreTrainedModel, type PreTrainedTokenizer } from "torchts/transformers";
+import type { TokenConstraint } from "./constraint.js";
+import { HostKVTier } from "./hicache.js";
+import { Request } from "./request.js";
+import { sampleToken } from "./sampler.js";
+import { Scheduler, type Scheduled } from "./scheduler.js";
+import { DEFAULT_BLOCK_SIZE } from "./block_pool.js";
 
 export type FinishReason = "stop" | "length" | "abort";
 
@@ -36,6 +44,12 @@ export interface SamplingParams {
   logitBias?: Record<number, number>;
   /** Skip special tokens when decoding the text (default true). */
   skipSpecialTokens?: boolean;
+  /** Constrained decoding (structured output): masks each step's scores, sees each token, ends the request when complete. */
+  constraint?: TokenConstraint;
+  /** vLLM's priority: lower values are scheduled first and preempted last (default 0). */
+  priority?: number;
+  /** Prefix-cache tenant: requests share cached blocks only with the same salt (vLLM's cache_salt). */
+  cacheSalt?: string;
 }
 
 export interface RequestOutput {
@@ -50,6 +64,8 @@ export interface RequestOutput {
   promptTokens: number;
   /** Tokens generated so far (the stop token included, as vLLM counts it). */
   completionTokens: number;
+  /** Prompt tokens whose KV came from the prefix cache (usage.prompt_tokens_details.cached_tokens). */
+  cachedTokens: number;
 }
 
 export interface EngineStats {
@@ -60,8 +76,16 @@ export interface EngineStats {
   /** Tokens generated since start. */
   generationTokens: number;
   steps: number;
-  /** KV positions reserved by running requests / the most that maxNumSeqs requests of maxModelLen can reserve. */
+  /** Fraction of the KV block pool held by requests (blocks only the prefix cache keeps count as free). */
   kvCacheUsage: number;
+  /** Prompt tokens looked up in the prefix cache, and of those found (vllm:prefix_cache_queries/hits_total). */
+  prefixCacheQueries: number;
+  prefixCacheHits: number;
+  /** Requests preempted (their blocks freed, recomputed later). */
+  preemptions: number;
+  /** Blocks loaded back from the host tier instead of recomputed, and blocks saved to it. */
+  hicacheLoadedBlocks: number;
+  hicacheSavedBlocks: number;
 }
 
 /** What the engine reports as it runs (the server's metrics listen). Times are performance.now() ms. */
@@ -81,6 +105,20 @@ export interface LLMEngineOptions {
   maxWaiting?: number;
   /** Must match the model's device (default: the model's). */
   device?: string;
+  /** Tokens per KV block (default 16). */
+  blockSize?: number;
+  /** KV blocks in the pool; default from kvCacheMemory, else room for maxNumSeqs requests of maxModelLen (at most 1 GiB). */
+  numKvBlocks?: number;
+  /** Bytes for the KV block pool (vLLM's --kv-cache-memory). */
+  kvCacheMemory?: number;
+  /** Tokens of one forward pass at most: decodes plus prefill chunks (default 512). */
+  maxNumBatchedTokens?: number;
+  /** Reuse cached prefixes across requests (default true). */
+  enablePrefixCaching?: boolean;
+  /** Bytes of host memory for blocks evicted from the pool (HiCache; default 0 = off). */
+  hicacheSize?: number;
+  /** A directory for the host tier's overflow. */
+  hicacheDir?: string;
 }
 
 /** A request the engine cannot run as given (the server answers 400). */
@@ -94,63 +132,9 @@ export class EngineQueueFullError extends Error {}
 /** The engine is draining or closed (the server answers 503). */
 export class EngineClosedError extends Error {}
 
-// Each request owns a seeded RNG, which it passes to torchts's chooseToken. This is torchts's mulberry32
-// (packages/torchts/src/utils/prng.ts), copied: torchts does not export it, and its generate() seeds
-// one RNG per call, not per request. The same algorithm keeps a seed's draws those of generate({ seed }).
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-interface Waiter {
-  resolve: () => void;
-}
-
-class Request {
-  readonly outputs: RequestOutput[] = [];
-  waiter: Waiter | null = null;
-  readonly generated: number[] = [];
-  readonly counts = new Map<number, number>();
-  cache: KVCache | null = null;
-  mask: number[] = [];
-  finished: FinishReason | null = null;
-  aborted = false;
-  text = "";
-  emitted = 0;
-  firstToken: number | null = null;
-  lastToken = 0;
-  readonly random: () => number;
-  readonly maxTokens: number;
-  readonly stopIds: Set<number>;
-
-  constructor(
-    readonly id: string,
-    readonly prompt: number[],
-    readonly params: SamplingParams,
-    readonly arrival: number,
-    maxTokens: number,
-    stopIds: Set<number>,
-  ) {
-    this.maxTokens = maxTokens;
-    this.stopIds = stopIds;
-    this.random = seededRandom(params.seed ?? Math.floor(Math.random() * 2 ** 32));
-  }
-
-  push(o: RequestOutput): void {
-    this.outputs.push(o);
-    const w = this.waiter;
-    this.waiter = null;
-    w?.resolve();
-  }
-}
-
 let nextId = 0;
+let nextSeq = 0;
+const DEFAULT_POOL_BYTES = 1 << 30;
 
 export class LLMEngine {
   readonly model: PreTrainedModel;
@@ -158,19 +142,26 @@ export class LLMEngine {
   readonly maxNumSeqs: number;
   readonly maxModelLen: number;
   readonly maxWaiting: number;
+  readonly maxNumBatchedTokens: number;
   readonly device: string;
-  private readonly waiting: Request[] = [];
-  private readonly running: Request[] = [];
+  readonly blockSize: number;
+  readonly numKvBlocks: number;
+  readonly enablePrefixCaching: boolean;
+  readonly kvCache: PagedKVCache;
+  readonly hostTier: HostKVTier | null;
+  private readonly scheduler: Scheduler;
   private readonly byId = new Map<string, Request>();
-  private cursor = 0;
-  private current: Request | null = null;
+  /** Requests in the step being computed: an abort finishes them right after it. */
+  private readonly inStep = new Set<Request>();
   private loop: Promise<void> | null = null;
   private closed = false;
   private readonly listeners: ((e: EngineEvent) => void)[] = [];
   private readonly eos: number[];
   private totals = { promptTokens: 0, generationTokens: 0, steps: 0 };
   private idleWaiters: (() => void)[] = [];
-  /** The last error a forward pass threw (that request ended with 'abort'). */
+  /** Host-tier saves whose block contents are still being read. */
+  private pendingSaves: Promise<void>[] = [];
+  /** The last error a forward pass threw (the requests of that step ended with 'abort'). */
   lastError: Error | null = null;
 
   constructor(o: LLMEngineOptions) {
@@ -179,16 +170,57 @@ export class LLMEngine {
     this.maxNumSeqs = o.maxNumSeqs ?? 16;
     this.maxModelLen = o.maxModelLen ?? o.model.config.maxPositionEmbeddings;
     this.maxWaiting = o.maxWaiting ?? Infinity;
+    this.maxNumBatchedTokens = o.maxNumBatchedTokens ?? 512;
     this.device = o.device ?? o.model.device;
-    if (!Number.isInteger(this.maxNumSeqs) || this.maxNumSeqs < 1) throw new RangeError(`LLMEngine: maxNumSeqs must be a positive integer, got ${o.maxNumSeqs}`);
-    if (!Number.isInteger(this.maxModelLen) || this.maxModelLen < 2) throw new RangeError(`LLMEngine: maxModelLen must be an integer >= 2, got ${o.maxModelLen}`);
+    this.blockSize = o.blockSize ?? DEFAULT_BLOCK_SIZE;
+    this.enablePrefixCaching = o.enablePrefixCaching ?? true;
+    const int = (v: number, name: string, min: number) => {
+      if (!Number.isSafeInteger(v) || v < min) throw new RangeError(`LLMEngine: ${name} must be an integer >= ${min}, got ${v}`);
+    };
+    int(this.maxNumSeqs, "maxNumSeqs", 1);
+    int(this.maxModelLen, "maxModelLen", 2);
+    int(this.maxNumBatchedTokens, "maxNumBatchedTokens", 1);
+    int(this.blockSize, "blockSize", 1);
     if (this.device !== o.model.device) throw new RangeError(`LLMEngine: device '${this.device}' but the model is on '${o.model.device}'`);
+    const { layers, kvHeads, headDim } = o.model.cacheShape();
+    const shape = { layers, kvHeads, headDim, blockSize: this.blockSize, dtype: o.model.dtype };
+    const perBlock = PagedKVCache.bytesPerBlock(shape);
+    const perSeq = Math.ceil(this.maxModelLen / this.blockSize);
+    let blocks = o.numKvBlocks;
+    if (blocks === undefined && o.kvCacheMemory !== undefined) {
+      int(o.kvCacheMemory, "kvCacheMemory", 1);
+      blocks = Math.floor(o.kvCacheMemory / perBlock);
+      if (blocks < 1) throw new RangeError(`LLMEngine: kvCacheMemory ${o.kvCacheMemory} bytes is less than one KV block (${perBlock} bytes)`);
+    }
+    blocks ??= Math.max(perSeq, Math.min(this.maxNumSeqs * perSeq, Math.floor(DEFAULT_POOL_BYTES / perBlock)));
+    int(blocks, "numKvBlocks", 1);
+    this.numKvBlocks = blocks;
+    const hic = o.hicacheSize ?? 0;
+    if (hic !== 0) int(hic, "hicacheSize", 1);
+    this.hostTier = hic > 0 ? new HostKVTier({ capacityBytes: hic, dir: o.hicacheDir }) : null;
+    this.kvCache = new PagedKVCache({ ...shape, numBlocks: blocks, device: this.device });
+    this.scheduler = new Scheduler({
+      numBlocks: blocks,
+      blockSize: this.blockSize,
+      maxNumSeqs: this.maxNumSeqs,
+      maxNumBatchedTokens: this.maxNumBatchedTokens,
+      enablePrefixCaching: this.enablePrefixCaching,
+      hostTier: this.hostTier,
+      saveBlock: (b, key) => this.saveBlock(b, key),
+      loadBlock: (b, key) => this.loadBlock(b, key),
+      copyBlocks: (copies) => this.kvCache.copyBlocks(copies.map((c) => c.src), copies.map((c) => c.dst)),
+    });
     const tokEos = o.tokenizer.eosTokenId;
     this.eos = [...new Set([...o.model.config.eosTokenId, ...(tokEos !== null ? [tokEos] : [])])];
   }
 
   get vocabSize(): number {
     return this.model.config.vocabSize;
+  }
+
+  /** The pool's shape (vllm:cache_config_info). */
+  get cacheConfig(): { blockSize: number; numBlocks: number; enablePrefixCaching: boolean; maxNumBatchedTokens: number } {
+    return { blockSize: this.blockSize, numBlocks: this.numKvBlocks, enablePrefixCaching: this.enablePrefixCaching, maxNumBatchedTokens: this.maxNumBatchedTokens };
   }
 
   /** Listen to prefill / token / finish events; returns a function that removes the listener. */
@@ -201,13 +233,25 @@ export class LLMEngine {
   }
 
   get stats(): EngineStats {
-    const reserved = this.running.reduce((s, r) => s + (r.cache ? r.prompt.length + r.maxTokens : 0), 0);
+    const s = this.scheduler;
+    const r = s.radix.stats;
+    const h = this.hostTier?.stats;
     return {
-      running: this.running.length,
-      waiting: this.waiting.length,
+      running: s.running.length,
+      waiting: s.waiting.length,
       ...this.totals,
-      kvCacheUsage: reserved / (this.maxNumSeqs * this.maxModelLen),
+      kvCacheUsage: s.usage,
+      prefixCacheQueries: r.queries,
+      prefixCacheHits: r.hits,
+      preemptions: s.preemptions,
+      hicacheLoadedBlocks: h?.loadedBlocks ?? 0,
+      hicacheSavedBlocks: h?.savedBlocks ?? 0,
     };
+  }
+
+  /** The block pool and prefix cache (tests check their invariants). */
+  get blockManager(): Pick<Scheduler, "pool" | "radix"> {
+    return this.scheduler;
   }
 
   /** Checks a request without queueing it; throws EngineInputError. Returns the max tokens it will get. */
@@ -238,6 +282,9 @@ export class LLMEngine {
     if (params.minTokens !== undefined && !(Number.isInteger(params.minTokens) && params.minTokens >= 0 && params.minTokens <= mt))
       throw new EngineInputError(`min_tokens must be an integer in [0, max_tokens], got ${params.minTokens}`, "min_tokens");
     if (params.seed !== undefined && !Number.isFinite(params.seed)) throw new EngineInputError("seed must be a finite number", "seed");
+    if (params.priority !== undefined && !Number.isSafeInteger(params.priority)) throw new EngineInputError(`priority must be an integer, got ${params.priority}`, "priority");
+    if (params.cacheSalt !== undefined && typeof params.cacheSalt !== "string") throw new EngineInputError("cache_salt must be a string", "cache_salt");
+    if (params.constraint && mt < 1) throw new EngineInputError("max_tokens must be positive for a constrained request", "max_tokens");
     for (const t of params.stopTokenIds ?? []) if (!Number.isInteger(t) || t < 0 || t >= V) throw new EngineInputError(`stop_token_ids: ${t} is outside the vocabulary`, "stop_token_ids");
     for (const [k, v] of Object.entries(params.logitBias ?? {})) {
       // the key must be written as a token id: Number() would also read "", " 3", "1e1" and "0x1"
@@ -258,12 +305,13 @@ export class LLMEngine {
     const maxTokens = this.validate(promptIds, params);
     const id = opts.requestId ?? `req-${nextId++}`;
     if (this.byId.has(id)) throw new EngineInputError(`request id '${id}' is already in use`, "request_id");
-    if (this.waiting.length >= this.maxWaiting && this.running.length >= this.maxNumSeqs) throw new EngineQueueFullError(`the waiting queue is full (${this.maxWaiting} requests)`);
+    const { waiting, running } = this.scheduler;
+    if (waiting.length >= this.maxWaiting && running.length >= this.maxNumSeqs) throw new EngineQueueFullError(`the waiting queue is full (${this.maxWaiting} requests)`);
     if (opts.signal?.aborted) throw new EngineInputError("the request was aborted before it started");
     const stopIds = new Set<number>([...(params.ignoreEos ? [] : this.eos), ...(params.stopTokenIds ?? [])]);
-    const req = new Request(id, [...promptIds], params, performance.now(), maxTokens, stopIds);
+    const req = new Request(id, [...promptIds], params, performance.now(), maxTokens, stopIds, nextSeq++);
     this.byId.set(id, req);
-    this.waiting.push(req);
+    waiting.push(req);
     const onAbort = () => this.abort(id);
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     this.kick();
@@ -288,7 +336,7 @@ export class LLMEngine {
           if (o.finishReason) return;
           continue;
         }
-        await new Promise<void>((resolve) => (req.waiter = { resolve }));
+        await new Promise<void>((resolve) => (req.waiter = resolve));
       }
     } finally {
       cleanup();
@@ -301,23 +349,21 @@ export class LLMEngine {
     const req = this.byId.get(requestId);
     if (!req || req.finished) return false;
     req.aborted = true;
-    const w = this.waiting.indexOf(req);
-    if (w >= 0) this.waiting.splice(w, 1);
-    // a request in the middle of its step finishes right after that step
-    if (this.current !== req) this.finish(req, "abort", null);
+    // a request in the middle of a step finishes right after that step
+    if (!this.inStep.has(req)) this.finish(req, "abort", null);
     return true;
   }
 
   /** Resolves once nothing is running or waiting. */
   idle(): Promise<void> {
-    if (!this.running.length && !this.waiting.length) return Promise.resolve();
+    if (!this.scheduler.running.length && !this.scheduler.waiting.length) return Promise.resolve();
     return new Promise((r) => this.idleWaiters.push(r));
   }
 
   /** Stop accepting requests; with `abortAll`, abort the running and waiting ones; resolves when idle. */
   async close(opts: { abortAll?: boolean } = {}): Promise<void> {
     this.closed = true;
-    if (opts.abortAll) for (const r of [...this.waiting, ...this.running]) this.abort(r.id);
+    if (opts.abortAll) for (const r of [...this.scheduler.waiting, ...this.scheduler.running]) this.abort(r.id);
     await this.idle();
     await this.loop;
   }
@@ -342,88 +388,95 @@ export class LLMEngine {
 
   private async run(): Promise<void> {
     for (;;) {
-      while (this.running.length < this.maxNumSeqs && this.waiting.length) this.running.push(this.waiting.shift()!);
-      if (!this.running.length) {
+      const sched = this.scheduler;
+      if (!sched.running.length && !sched.waiting.length) {
+        await Promise.all(this.pendingSaves.splice(0));
         for (const r of this.idleWaiters.splice(0)) r();
         return;
       }
-      const i = this.cursor % this.running.length;
-      const req = this.running[i]!;
-      this.current = req;
-      try {
-        await this.step(req);
-      } catch (e) {
-        // a failed forward ends that request only
-        if (!req.finished) this.finish(req, "abort", null, e as Error);
-      } finally {
-        this.current = null;
+      const batch = sched.schedule();
+      if (!batch.length) {
+        // nothing fits (a request larger than the whole pool): it can never run
+        const stuck = sched.waiting[0];
+        if (stuck) this.finish(stuck, "abort", null, new Error(`request ${stuck.id} needs more KV blocks than the pool has (${this.numKvBlocks})`));
+        continue;
       }
-      if (req.aborted && !req.finished) this.finish(req, "abort", null);
-      // round-robin: the next request after this one (a finished one's successor slid into its place)
-      const j = this.running.indexOf(req);
-      this.cursor = j >= 0 ? j + 1 : i;
+      try {
+        await this.step(batch);
+      } catch (e) {
+        // a failed forward ends the requests of that step only
+        for (const s of batch) if (!s.req.finished) this.finish(s.req, "abort", null, e as Error);
+      } finally {
+        this.inStep.clear();
+      }
+      for (const s of batch) if (s.req.aborted && !s.req.finished) this.finish(s.req, "abort", null);
       this.totals.steps++;
+      if (this.pendingSaves.length > 8) await Promise.all(this.pendingSaves.splice(0));
       // let the server accept requests and see disconnects between steps
       await new Promise<void>((r) => setImmediate(r));
     }
   }
 
-  private logits(req: Request, ids: number[]): torch.Tensor {
-    const x = torch.tensor([ids], { dtype: "int64", device: this.device });
-    const mask = [req.mask];
-    const cache = req.cache!;
-    return torch.scope(() =>
-      torch.noGrad(() => this.model.forward(x, { attentionMask: mask, cache, logitsToKeep: 1 }).logits.select(1, -1).to("float32")),
+  private async step(batch: Scheduled[]): Promise<void> {
+    const now = performance.now();
+    for (const s of batch) {
+      this.inStep.add(s.req);
+      if (s.start === s.req.cachedTokens && s.req.preemptions === 0 && s.start < s.req.prompt.length) {
+        this.totals.promptTokens += s.req.prompt.length;
+        this.emit({ type: "prefill", requestId: s.req.id, promptTokens: s.req.prompt.length, time: now });
+      }
+    }
+    const seqs = batch.map((s) => ({ tokens: s.req.tokens.slice(s.start, s.start + s.count), cached: s.start, blocks: s.req.blocks!.blocks, wantLogits: s.sample }));
+    const logits = torch.scope(() =>
+      torch.noGrad(() => {
+        const b = pagedBatch(seqs, this.blockSize, this.device);
+        return this.model.forwardPaged(b, this.kvCache).to("float32");
+      }),
+    );
+    let host: Float32Array;
+    try {
+      host = (await logits.data()) as Float32Array;
+    } finally {
+      logits.dispose();
+    }
+    const V = this.vocabSize;
+    let row = 0;
+    for (const s of batch) {
+      this.scheduler.computed(s);
+      if (!s.sample) continue;
+      const scores = Float64Array.from(host.subarray(row * V, (row + 1) * V));
+      row++;
+      const req = s.req;
+      if (req.aborted || req.finished) continue;
+      const tok = sampleToken(
+        { params: req.params, prompt: req.prompt, generated: req.generated, counts: req.counts, stopIds: req.stopIds, random: req.random, remaining: req.maxTokens - req.generated.length },
+        scores,
+      );
+      this.accept(req, tok);
+    }
+  }
+
+  /** The radix tree evicts block b: keep a copy of its KV (all layers) in the host tier under `key`. */
+  private saveBlock(b: number, key: string): void {
+    const t = this.kvCache.readBlocks([b]); // a copy: the pool block may be reused at once
+    this.pendingSaves.push(
+      t.data().then(
+        (d) => {
+          this.hostTier!.save(key, Float32Array.from(d as ArrayLike<number>));
+          t.dispose();
+        },
+        () => t.dispose(),
+      ),
     );
   }
 
-  private async step(req: Request): Promise<void> {
-    let input: number[];
-    if (!req.cache) {
-      const { layers, kvHeads, headDim } = this.model.cacheShape();
-      req.cache = new KVCache({ batchSize: 1, layers, kvHeads, headDim, maxLength: req.prompt.length + req.maxTokens, dtype: this.model.dtype, device: this.device });
-      req.mask = new Array<number>(req.prompt.length).fill(1);
-      input = req.prompt;
-      this.totals.promptTokens += req.prompt.length;
-      this.emit({ type: "prefill", requestId: req.id, promptTokens: req.prompt.length, time: performance.now() });
-    } else {
-      req.mask.push(1);
-      input = [req.generated[req.generated.length - 1]!];
-    }
-    const last = this.logits(req, input);
-    let host: ArrayLike<number>;
-    try {
-      host = (await last.data()) as ArrayLike<number>;
-    } finally {
-      last.dispose();
-    }
-    if (req.aborted) return;
-    const tok = this.sample(req, Float64Array.from(host));
-    this.accept(req, tok);
-  }
-
-  private sample(req: Request, scores: Float64Array): number {
-    const p = req.params;
-    const V = scores.length;
-    for (const [k, v] of Object.entries(p.logitBias ?? {})) {
-      const t = Number(k);
-      if (t < V) scores[t] = scores[t]! + v;
-    }
-    const fp = p.frequencyPenalty ?? 0;
-    const pp = p.presencePenalty ?? 0;
-    if (fp !== 0 || pp !== 0) for (const [t, c] of req.counts) scores[t] = scores[t]! - fp * c - pp;
-    if (p.minTokens && req.generated.length < p.minTokens) for (const t of req.stopIds) scores[t] = -Infinity;
-    const temp = p.temperature ?? 1;
-    const o: GenerateOptions = {
-      doSample: temp > 0,
-      temperature: temp,
-      topK: p.topK !== undefined && p.topK > 0 ? p.topK : undefined,
-      topP: p.topP,
-      minP: p.minP,
-      repetitionPenalty: p.repetitionPenalty,
-    };
-    const history = (p.repetitionPenalty ?? 1) !== 1 ? [...req.prompt, ...req.generated] : [];
-    return chooseToken(scores, history, o, req.random);
+  /** Write the host tier's copy of `key` into pool block b. */
+  private loadBlock(b: number, key: string): boolean {
+    const d = this.hostTier!.load(key);
+    if (!d) return false;
+    const { layers, kvHeads, headDim } = this.model.cacheShape();
+    torch.scope(() => this.kvCache.writeBlocks([b], torch.tensor(d, { device: this.device }).reshape(layers, 2, 1, this.blockSize, kvHeads, headDim)));
+    return true;
   }
 
   private accept(req: Request, tok: number): void {
@@ -462,6 +515,11 @@ export class LLMEngine {
       stopReason = req.params.stopTokenIds?.includes(tok) ? tok : null;
     }
     if (!finish && n >= req.maxTokens) finish = "length";
+    // a constrained output ends once it is whole (the constraint never lets it run past max_tokens)
+    if (!finish && req.params.constraint) {
+      req.params.constraint.accept(tok);
+      if (req.params.constraint.isComplete()) finish = "stop";
+    }
     req.text = final;
     let upTo = final.length;
     if (!finish) {
@@ -473,23 +531,19 @@ export class LLMEngine {
     const delta = final.slice(req.emitted, upTo);
     req.emitted = Math.max(req.emitted, upTo);
     if (finish) this.finish(req, finish, stopReason, undefined, [tok], delta);
-    else req.push({ requestId: req.id, tokenIds: [tok], text: delta, finishReason: null, stopReason: null, promptTokens: req.prompt.length, completionTokens: n });
+    else {
+      req.tokens.push(tok);
+      req.push({ requestId: req.id, tokenIds: [tok], text: delta, finishReason: null, stopReason: null, promptTokens: req.prompt.length, completionTokens: n, cachedTokens: req.cachedTokens ?? 0 });
+    }
   }
 
   private finish(req: Request, reason: FinishReason, stopReason: string | number | null, error?: Error, tokenIds: number[] = [], text = ""): void {
     if (req.finished) return;
     req.finished = reason;
     if (error) this.lastError = error;
-    const r = this.running.indexOf(req);
-    if (r >= 0) {
-      this.running.splice(r, 1);
-    }
-    const w = this.waiting.indexOf(req);
-    if (w >= 0) this.waiting.splice(w, 1);
-    req.cache?.dispose();
-    req.cache = null;
+    this.scheduler.finish(req);
     this.byId.delete(req.id);
-    req.push({ requestId: req.id, tokenIds, text, finishReason: reason, stopReason, promptTokens: req.prompt.length, completionTokens: req.generated.length });
+    req.push({ requestId: req.id, tokenIds, text, finishReason: reason, stopReason, promptTokens: req.prompt.length, completionTokens: req.generated.length, cachedTokens: req.cachedTokens ?? 0 });
     this.emit({
       type: "finish",
       requestId: req.id,
@@ -500,6 +554,6 @@ export class LLMEngine {
       promptTokens: req.prompt.length,
       completionTokens: req.generated.length,
     });
-    if (!this.running.length && !this.waiting.length) for (const f of this.idleWaiters.splice(0)) f();
+    if (!this.scheduler.running.length && !this.scheduler.waiting.length && !this.loop) for (const f of this.idleWaiters.splice(0)) f();
   }
 }

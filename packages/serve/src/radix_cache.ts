@@ -87,6 +87,13 @@ export interface CacheStats {
 export interface RadixCacheOptions {
   /** SGLang's LPM policy falls back to first-come-first-served above this many waiting requests (default 128). */
   lpmMaxWaiting?: number;
+  /**
+   * Called by evict() for each span it gives up, before the blocks go back to the pool (their KV is
+   * still intact): `tokens` is the whole prefix from the root to the end of the span and `blocks` the
+   * span's blocks (the last `blocks.length` blocks of that prefix). A HiCache host tier saves them here.
+   * Its errors are swallowed: eviction must finish.
+   */
+  onEvict?: (salt: string, tokens: readonly number[], blocks: readonly number[]) => void;
 }
 
 class Node implements CacheNode {
@@ -159,6 +166,7 @@ export class RadixCache {
   private _protectedBlocks = 0;
   private _nodes = 0;
   private readonly lpmMaxWaiting: number;
+  private readonly onEvict: RadixCacheOptions["onEvict"];
   private readonly _stats: CacheStats = { queries: 0, hits: 0, lookups: 0, insertedBlocks: 0, evictedBlocks: 0 };
 
   constructor(pool: BlockPool, options: RadixCacheOptions = {}) {
@@ -167,6 +175,7 @@ export class RadixCache {
     this.blockSize = pool.blockSize;
     this.owned = new Uint8Array(pool.total);
     this.lpmMaxWaiting = checkCount("RadixCache: lpmMaxWaiting", options.lpmMaxWaiting ?? 128);
+    this.onEvict = options.onEvict;
   }
 
   /** Blocks owned by the tree. */
@@ -362,6 +371,15 @@ export class RadixCache {
         this.split(leaf, leaf.blocks.length - need);
       }
       const parent = leaf.parent!;
+      if (this.onEvict) {
+        const path: number[][] = [];
+        for (let p: Node | null = leaf; p !== null; p = p.parent) path.push(p.tokens);
+        try {
+          this.onEvict(leaf.salt, path.reverse().flat(), leaf.blocks.slice());
+        } catch {
+          /* a host tier's failure only loses the copy */
+        }
+      }
       freed += this.remove(leaf);
       leaf = parent;
       if (leaf.parent === null) this.dropRootIfEmpty(leaf);
