@@ -77,3 +77,4 @@ export * as amp from "./amp/index.js";
 export { autocast } from "./amp/autocast.js";
 export * as webgpu from "./webgpu.js";
 export * as backends from "./backends.js";
+export * as distributed from "./distributed/index.js";
