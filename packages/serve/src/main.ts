@@ -1,13 +1,16 @@
 // `torchts serve`: load a Hugging Face model folder and serve it with the OpenAI-compatible API.
 // Reached through src/cli.ts, which makes sure that "torchts" resolves first.
 import { parseArgs } from "node:util";
-import { AutoModelForCausalLM, AutoTokenizer } from "torchts/transformers";
+import { AutoModelForCausalLM, AutoTokenizer, quantize, type QuantizeOptions } from "torchts/transformers";
 import type { DType } from "torchts";
-import { LLMEngine } from "./engine.js";
+import { LLMEngine, type LLMEngineOptions } from "./engine.js";
 import { createServer } from "./server.js";
 
 export const USAGE = `usage: torchts serve --model DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME] [--api-key KEY]
-                     [--max-waiting N] [--max-num-seqs N] [--max-model-len N] [--device cpu|webgpu] [--dtype D]
+                     [--max-waiting N] [--max-num-seqs N] [--max-model-len N] [--max-num-batched-tokens N]
+                     [--block-size 16] [--num-kv-blocks N | --kv-cache-memory BYTES] [--no-enable-prefix-caching]
+                     [--hicache-size BYTES] [--hicache-dir DIR] [--quantization int8|int4|w8a8]
+                     [--device cpu|webgpu] [--dtype D]
   DIR holds config.json, model.safetensors (or sharded *.safetensors + index), tokenizer.json,
   tokenizer_config.json (its chat_template, or chat_template.jinja, is used for /v1/chat/completions).
   --port 0 picks a free port. SIGTERM/SIGINT drain: stop accepting, finish running requests, exit 0.`;
@@ -21,6 +24,15 @@ const OPTIONS = {
   "max-waiting": { type: "string" },
   "max-num-seqs": { type: "string" },
   "max-model-len": { type: "string" },
+  "max-num-batched-tokens": { type: "string" },
+  "block-size": { type: "string" },
+  "num-kv-blocks": { type: "string" },
+  "kv-cache-memory": { type: "string" },
+  "enable-prefix-caching": { type: "boolean" },
+  "no-enable-prefix-caching": { type: "boolean" },
+  "hicache-size": { type: "string" },
+  "hicache-dir": { type: "string" },
+  quantization: { type: "string" },
   device: { type: "string" },
   dtype: { type: "string" },
   help: { type: "boolean", short: "h" },
@@ -47,12 +59,31 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   let port: number, maxWaiting: number | undefined, maxNumSeqs: number | undefined, maxModelLen: number | undefined;
+  let engineOpts: Partial<LLMEngineOptions>;
+  let quant: QuantizeOptions | null = null;
   try {
     if (!v.model) throw new Error("--model DIR is required");
     port = int(v.port, "port", 0) ?? 8000;
     maxWaiting = int(v["max-waiting"], "max-waiting", 0);
     maxNumSeqs = int(v["max-num-seqs"], "max-num-seqs", 1);
     maxModelLen = int(v["max-model-len"], "max-model-len", 2);
+    if (v["num-kv-blocks"] !== undefined && v["kv-cache-memory"] !== undefined) throw new Error("--num-kv-blocks and --kv-cache-memory are exclusive");
+    if (v["enable-prefix-caching"] && v["no-enable-prefix-caching"]) throw new Error("--enable-prefix-caching and --no-enable-prefix-caching are exclusive");
+    engineOpts = {
+      maxNumBatchedTokens: int(v["max-num-batched-tokens"], "max-num-batched-tokens", 1),
+      blockSize: int(v["block-size"], "block-size", 1),
+      numKvBlocks: int(v["num-kv-blocks"], "num-kv-blocks", 1),
+      kvCacheMemory: int(v["kv-cache-memory"], "kv-cache-memory", 1),
+      enablePrefixCaching: !v["no-enable-prefix-caching"],
+      hicacheSize: int(v["hicache-size"], "hicache-size", 0),
+      hicacheDir: v["hicache-dir"],
+    };
+    const q = v.quantization;
+    if (q !== undefined) {
+      const table: Record<string, QuantizeOptions> = { int8: { bits: 8 }, int4: { bits: 4 }, w8a8: { bits: 8, activations: "int8" } };
+      if (!(q in table)) throw new Error(`--quantization: expected int8, int4 or w8a8, got '${q}'`);
+      quant = table[q]!;
+    }
   } catch (e) {
     process.stderr.write(`torchts serve: ${(e as Error).message}\n${USAGE}\n`);
     return 2;
@@ -60,7 +91,14 @@ export async function main(argv: string[]): Promise<number> {
   const device = v.device ?? "cpu";
   const model = await AutoModelForCausalLM.fromPretrained(v.model, { deviceMap: device, dtype: v.dtype as DType | undefined });
   const tokenizer = await AutoTokenizer.fromPretrained(v.model);
-  const engine = new LLMEngine({ model, tokenizer, maxNumSeqs, maxModelLen: maxModelLen ?? Math.min(model.config.maxPositionEmbeddings, 1 << 20), maxWaiting, device: model.device });
+  if (quant) await quantize(model, quant);
+  let engine: LLMEngine;
+  try {
+    engine = new LLMEngine({ model, tokenizer, maxNumSeqs, maxModelLen: maxModelLen ?? Math.min(model.config.maxPositionEmbeddings, 1 << 20), maxWaiting, device: model.device, ...engineOpts });
+  } catch (e) {
+    process.stderr.write(`torchts serve: ${(e as Error).message}\n`);
+    return 2;
+  }
   const name = v["served-model-name"] ?? v.model;
   const server = await createServer({ engine, modelName: name, aliases: [v.model], apiKey: v["api-key"] ?? process.env.TORCHTS_API_KEY });
   const address = await server.app.listen({ host: v.host ?? "127.0.0.1", port });
