@@ -34,7 +34,7 @@ before(async () => {
   srv.engine.onEvent((e) => {
     if (e.type === "prefill") prefilled.add(e.requestId);
     else if (e.type === "token") tokens.set(e.requestId, [...(tokens.get(e.requestId) ?? []), srv.engine.stats.steps]);
-    else finished.set(e.requestId, { reason: e.reason, step: srv.engine.stats.steps });
+    else if (e.type === "finish") finished.set(e.requestId, { reason: e.reason, step: srv.engine.stats.steps });
   });
   // warm up, so that lazily made buffers are part of the baseline
   assert.equal((await post(`${srv.url}/v1/completions`, { prompt: "warm", max_tokens: 4 })).status, 200);
