@@ -83,7 +83,13 @@ function mixedVocab(): Vocab {
 test("mask() allows exactly the tokens that fit, checked one by one, along random walks over a multi-byte vocabulary", () => {
   const v = mixedVocab();
   const eos = [v.size - 1];
-  const schemas: unknown[] = [undefined, ...Array.from({ length: 6 }, (_, i) => randomSchema(rng(100 + i)))];
+  const schemas: unknown[] = [
+    undefined,
+    // strings with both length bounds, and two string options undecided at once (the fast path per thread)
+    { type: "object", properties: { s: { type: "string", minLength: 4, maxLength: 9 } }, required: ["s"] },
+    { type: "array", items: { anyOf: [{ type: "string", maxLength: 5 }, { type: "string", minLength: 3 }] }, minItems: 2 },
+    ...Array.from({ length: 6 }, (_, i) => randomSchema(rng(100 + i))),
+  ];
   let steps = 0;
   for (const [k, schema] of schemas.entries()) {
     const g = schema === undefined ? jsonObjectGrammar() : schemaGrammar(schema);

@@ -415,9 +415,9 @@ export function acceptsValue(node: GNode, bytes: Uint8Array): boolean {
   return rest(s) === 0;
 }
 
-/** The top entry of a single-thread state when it is inside a string's characters (constraint.ts's fast path). */
-export function plainStringTop(s: State): Th | null {
-  if (s.length !== 1) return null;
-  const t = s[0]!;
-  return t.node.kind === Kind.Str && t.phase === S_CONTENT && t.b === 0 ? t : null;
+/** The threads of s when every one is inside a string's characters (constraint.ts's fast path), else null. */
+export function plainStringTops(s: State): readonly Th[] | null {
+  if (!s.length) return null;
+  for (const t of s) if (!(t.node.kind === Kind.Str && t.phase === S_CONTENT && t.b === 0)) return null;
+  return s;
 }

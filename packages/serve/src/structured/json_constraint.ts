@@ -4,7 +4,7 @@
 // has a token for every printable ASCII byte: vocab.ts checks). So even a model that knows nothing
 // ends with a whole document within max_tokens, and eos is allowed only once the document is whole.
 import type { TokenConstraint } from "../constraint.js";
-import { finished, initial, plainStringTop, rest, step, type State } from "./automaton.js";
+import { finished, initial, plainStringTops, rest, step, type State } from "./automaton.js";
 import type { Grammar } from "./schema.js";
 import type { Trie, Vocab } from "./vocab.js";
 
@@ -47,16 +47,23 @@ export class JsonConstraint implements TokenConstraint {
     if (this.eosSeen) return ok;
     const budget = remaining - 1;
     const s = this.state;
-    const top = plainStringTop(s);
-    if (top) {
-      // inside a string: a plain token adds only characters, so one comparison per token decides it
-      const n = top.node;
-      const room = n.maxLength - top.a;
+    const tops = plainStringTops(s);
+    if (tops) {
+      // inside a string: a plain token only adds characters, so its character count decides it. Per
+      // thread the counts allowed are a range: at most the room left under maxLength, and enough that
+      // minLength, the closing quote and what follows the string still fit in the budget (that lower
+      // bound binds only if remaining is below the state's shortest completion, which the engine avoids)
       const { plainIds, plainChars } = this.vocab;
-      for (let k = 0; k < plainIds.length; k++) {
-        const c = plainChars[k]!;
-        if (c > room) break;
-        if (Math.max(0, n.minLength - top.a - c) + 1 + top.base <= budget) ok[plainIds[k]!] = 1;
+      for (const t of tops) {
+        const n = t.node;
+        const hi = n.maxLength - t.a;
+        const lo = n.minLength - t.a - Math.max(0, budget - 1 - t.base);
+        if (1 + t.base > budget) continue;
+        for (let k = 0; k < plainIds.length; k++) {
+          const c = plainChars[k]!;
+          if (c > hi) break;
+          if (c >= lo) ok[plainIds[k]!] = 1;
+        }
       }
       this.walk(this.vocab.irregular, 0, s, budget);
     } else this.walk(this.vocab.full, 0, s, budget);
