@@ -14,6 +14,8 @@ export interface MemoryReport {
   running: number;
   waiting: number;
   kvCacheUsage: number;
+  /** torchts's compile cache (an LRU of at most 8,192 executables keyed by shape): bounded growth, not a leak. */
+  compiled: number;
 }
 
 const exposed = (globalThis as { gc?: () => void }).gc;
@@ -33,7 +35,7 @@ process.on("message", async (m: { cmd: string }) => {
     const u = process.memoryUsage();
     const t = torch.memory.stats();
     const s = srv.engine.stats;
-    const report: MemoryReport = { rss: u.rss, heapUsed: u.heapUsed, external: u.external, arrayBuffers: u.arrayBuffers, liveBytes: t.liveBytes, liveBuffers: t.liveBuffers, running: s.running, waiting: s.waiting, kvCacheUsage: s.kvCacheUsage };
+    const report: MemoryReport = { rss: u.rss, heapUsed: u.heapUsed, external: u.external, arrayBuffers: u.arrayBuffers, liveBytes: t.liveBytes, liveBuffers: t.liveBuffers, running: s.running, waiting: s.waiting, kvCacheUsage: s.kvCacheUsage, compiled: torch.compiler.cacheStats().entries };
     process.send!({ report });
   } else if (m.cmd === "stop") {
     await srv.close();
