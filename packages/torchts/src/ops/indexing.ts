@@ -792,6 +792,8 @@ function indexCopyImpl(x: Tensor, dim: number, index: Tensor, source: Tensor): T
  * x.index_copy_(dim, index, source) in place. Rows along dim 0 of a dense tensor that needs no
  * gradient are written on the device without rewriting the rest of its storage (a paged KV cache
  * taking one step's new keys: O(new rows), not O(cache)); everything else is the general in-place path.
+ * The index may stay on the cpu when x is on another device (its rows are then read without a device
+ * round trip); PyTorch would ask for it on x's device.
  */
 function indexCopyInplace(x: Tensor, dim: number, index: Tensor, source: Tensor): Tensor {
   const d = indexCopyChecks(x, dim, index, source);
@@ -802,7 +804,9 @@ function indexCopyInplace(x: Tensor, dim: number, index: Tensor, source: Tensor)
     const n = x.shape[0]!;
     if (rows && (rows.length === 0 || writeRowsInPlace(x._storage, { storage: source._storage, shape: source.shape, strides: source._strides, offset: source._offset, dtype: source.dtype }, n ? x.numel() / n : 0, rows))) return x;
   }
-  return inplaceSet(x, indexCopyImpl(x, dim, index, source), "indexCopy_");
+  // an index on the cpu for a tensor elsewhere (torchts: the host knows the rows without a device read)
+  const idx = index.device !== x.device && index.device === "cpu" ? S.to(index, x.device) : index;
+  return inplaceSet(x, indexCopyImpl(x, dim, idx, source), "indexCopy_");
 }
 
 const INDEX_COPY = (name: string) => `${name}(Tensor input, int dim, Tensor index, Tensor source) -> Tensor`;

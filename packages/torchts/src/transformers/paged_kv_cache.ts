@@ -58,7 +58,7 @@ export class PagedKVCache {
 
   /**
    * Write the new keys and values [T, kvHeads, headDim] of `layer` into their slots (slotMapping [T]
-   * int64: block * blockSize + offset), in place.
+   * int64: block * blockSize + offset; on the cpu for a cache elsewhere), in place.
    */
   write(layer: number, k: Tensor, v: Tensor, slotMapping: Tensor): void {
     const rows = this.numBlocks * this.blockSize;
@@ -125,6 +125,8 @@ export interface PagedBatch {
   cuSeqlensQ: Tensor; // [B + 1] int32
   cacheSeqlens: Tensor; // [B] int32
   slotMapping: Tensor; // [T] int64
+  /** The slot mapping on the cpu when the batch is elsewhere: the cache write reads its rows on the host. */
+  slotMappingHost: Tensor | null;
   /** Rows of the packed tokens whose logits forwardPaged returns, in sequence order. */
   logitsIndices: Tensor; // [N] int64
 }
@@ -161,6 +163,7 @@ export function pagedBatch(seqs: readonly PagedSequence[], blockSize: number, de
     cuSeqlensQ: torch.tensor(cu, i32),
     cacheSeqlens: torch.tensor(lens, i32),
     slotMapping: torch.tensor(slots, i64),
+    slotMappingHost: device === "cpu" ? null : torch.tensor(slots, { dtype: "int64" }),
     logitsIndices: torch.tensor(keep, i64),
   };
 }

@@ -10,6 +10,7 @@ import { collapse } from "../cpu/codegen.js";
 import { storageType, type WT } from "./dtypes.js";
 import { binaryVal, loadVal, storeVal, unaryVal, type Val } from "./wgsl_ops.js";
 import { matmulPass } from "./matmul.js";
+import { pagedAttentionPass } from "./paged_attention.js";
 
 export interface Pass {
   /** WGSL statements run per thread with `i` (i32) the thread index, or a complete `main` (custom). */
@@ -297,6 +298,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
   },
   // the op library only records a composite node for devices listing it in `overrides`
   composite: (n) => {
+    if (n.params.name === "pagedAttention") return { passes: [pagedAttentionPass(n)] };
     throw new Error(`webgpu: no kernel for the composite ${n.params.name} (the op should have been decomposed)`);
   },
 };

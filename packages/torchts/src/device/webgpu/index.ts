@@ -48,7 +48,7 @@ export class WebGPUDevice implements DevicePlugin {
   get primitives(): ReadonlySet<PrimName> {
     return new Set(PRIM_NAMES.filter((p) => !this.disabled.has(p)));
   }
-  readonly overrides: ReadonlySet<CompositeName> = new Set();
+  readonly overrides: ReadonlySet<CompositeName> = new Set<CompositeName>(["pagedAttention"]);
   readonly pool: BufferPool;
   private pipelines = new Map<string, GPUComputePipeline>();
   private layouts = new Map<number, GPUBindGroupLayout>();
@@ -108,6 +108,19 @@ export class WebGPUDevice implements DevicePlugin {
     const gpu = b.gpu!;
     const copy = this.draining ? words.slice() : words;
     this.enqueue(() => this.ctx.device.queue.writeBuffer(gpu, 0, copy.buffer, copy.byteOffset, copy.byteLength));
+  }
+
+  writeRows(dst: DeviceBuffer, src: DeviceBuffer, srcOffset: number, rowElems: number, rows: ArrayLike<number>): void {
+    this.alive();
+    if (!rows.length || !rowElems) return;
+    this.flush(); // ordered after the dispatches recorded so far
+    const [d, s] = [(dst as WebGPUBuffer).gpu!, (src as WebGPUBuffer).gpu!];
+    const at = Array.from(rows);
+    this.enqueue(() => {
+      const enc = this.ctx.device.createCommandEncoder();
+      at.forEach((r, i) => enc.copyBufferToBuffer(s, (srcOffset + i * rowElems) * 4, d, r * rowElems * 4, rowElems * 4));
+      this.ctx.device.queue.submit([enc.finish()]);
+    });
   }
 
   async read(buf: DeviceBuffer, dtype: DType, numel: number): Promise<HostArray> {

@@ -63,7 +63,7 @@ class GPT2Attention extends nn.Module {
     const nh = this.cfg.numAttentionHeads;
     const [q, k, v] = this.c_attn.forward(h).split(C, 1).map((t) => t.view(T, nh, C / nh)) as [Tensor, Tensor, Tensor];
     const o = F.pagedAttention(q, k, v, cache.keys[this.layerIdx]!, cache.values[this.layerIdx]!, batch.blockTable, batch.cuSeqlensQ, batch.cacheSeqlens);
-    cache.write(this.layerIdx, k, v, batch.slotMapping);
+    cache.write(this.layerIdx, k, v, batch.slotMappingHost ?? batch.slotMapping);
     return this.c_proj.forward(o.reshape(T, C));
   }
 }

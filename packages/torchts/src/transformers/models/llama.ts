@@ -79,7 +79,7 @@ class LlamaAttention extends nn.Module {
     k = k.mul(cos).add(rotateHalf(k).mul(sin));
     const { blockTable, cuSeqlensQ, cacheSeqlens, slotMapping } = batch;
     const o = F.pagedAttention(q, k, v, cache.keys[this.layerIdx]!, cache.values[this.layerIdx]!, blockTable, cuSeqlensQ, cacheSeqlens, { scale: this.hd ** -0.5 });
-    cache.write(this.layerIdx, k, v, slotMapping);
+    cache.write(this.layerIdx, k, v, batch.slotMappingHost ?? slotMapping);
     return this.o_proj.forward(o.reshape(T, this.nh * this.hd));
   }
 }
