@@ -366,6 +366,8 @@ export async function createServer(o: ServerOptions): Promise<Server> {
       return tok.applyChatTemplate(messages, {
         addGenerationPrompt: (b.add_generation_prompt as boolean | undefined) ?? true,
         tokenize: true,
+        // the model sees the tools it may call when its template renders them (as vLLM passes them)
+        ...(Array.isArray(b.tools) && b.tools.length ? { tools: b.tools } : {}),
         ...(hasTemplate ? {} : { chatTemplate: FALLBACK_CHAT_TEMPLATE }),
       });
     } catch (e) {

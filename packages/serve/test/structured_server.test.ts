@@ -6,7 +6,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
-import type { ChatCompletionChunk, ChatCompletionTool } from "openai/resources/chat/completions";
+import type { ChatCompletionChunk, ChatCompletionTool, ParsedFunctionToolCall } from "openai/resources/chat/completions";
 import { load, modelDir } from "./helpers.js";
 import { assertOpenAIError } from "./robust_helpers.js";
 import { post, startServer, type Running } from "./server_helpers.js";
@@ -133,7 +133,7 @@ test("a named tool_choice calls that function; the SDK's parse() reads strict ar
     tool_choice: { type: "function", function: { name: "get_time" } },
     parallel_tool_calls: true,
   });
-  const call = r.choices[0]!.message.tool_calls[0]! as OpenAI.ParsedFunctionToolCall;
+  const call = r.choices[0]!.message.tool_calls![0]! as ParsedFunctionToolCall;
   assert.equal(call.function.name, "get_time");
   checkCall(call);
   assert.deepEqual(call.function.parsed_arguments, JSON.parse(call.function.arguments));

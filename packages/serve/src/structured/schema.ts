@@ -161,7 +161,7 @@ const OBJECT_KW = ["properties", "required", "additionalProperties"];
 const ARRAY_KW = ["items", "minItems", "maxItems"];
 const STRING_KW = ["minLength", "maxLength"];
 /** Deeper schemas are refused (the compiler recurses). */
-const MAX_DEPTH = 64;
+const MAX_DEPTH = 128;
 
 type Schema = Record<string, unknown>;
 const isObj = (v: unknown): v is Schema => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -467,8 +467,11 @@ function minOf(n: GNode): number {
       return 2;
     case Kind.Arr:
       return 2 + mul(n.minItems, n.child!.min) + Math.max(0, n.minItems - 1);
-    case Kind.Alt:
-      return Math.min(...n.flat.map((o) => o.min));
+    case Kind.Alt: {
+      let m = Infinity;
+      for (const o of n.flat) m = Math.min(m, o.min);
+      return m;
+    }
     case Kind.Obj: {
       let sum = 0;
       let req = 0;
@@ -503,9 +506,11 @@ function buildLits(c: Compiler, filter: ((n: GNode, v: unknown) => boolean) | nu
 /** Shortest values: a fixpoint over the graph (a recursive schema converges down from Infinity); then the object tables. */
 function measure(c: Compiler): void {
   for (const n of c.nodes) n.min = Infinity;
+  // children are created after their parents: going backwards, a tree settles in one pass
   for (let changed = true; changed; ) {
     changed = false;
-    for (const n of c.nodes) {
+    for (let k = c.nodes.length - 1; k >= 0; k--) {
+      const n = c.nodes[k]!;
       const m = minOf(n);
       if (m < n.min) {
         n.min = m;
