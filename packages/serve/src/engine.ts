@@ -46,10 +46,22 @@ export interface SamplingParams {
   skipSpecialTokens?: boolean;
   /** Constrained decoding (structured output): masks each step's scores, sees each token, ends the request when complete. */
   constraint?: TokenConstraint;
+  /**
+   * Return the log-probability of each sampled token and of the `logprobs` most likely tokens at its
+   * position (0: the sampled token's only), from the model's raw distribution (vLLM's default).
+   */
+  logprobs?: number;
   /** vLLM's priority: lower values are scheduled first and preempted last (default 0). */
   priority?: number;
   /** Prefix-cache tenant: requests share cached blocks only with the same salt (vLLM's cache_salt). */
   cacheSalt?: string;
+}
+
+/** The log-probability of a token, and of the most likely alternatives at its position. */
+export interface TokenLogprob {
+  tokenId: number;
+  logprob: number;
+  top: { tokenId: number; logprob: number }[];
 }
 
 export interface RequestOutput {
@@ -66,6 +78,8 @@ export interface RequestOutput {
   completionTokens: number;
   /** Prompt tokens whose KV came from the prefix cache (usage.prompt_tokens_details.cached_tokens). */
   cachedTokens: number;
+  /** One entry per token of tokenIds when the request asked for logprobs. */
+  logprobs?: TokenLogprob[];
 }
 
 export interface EngineStats {
@@ -131,6 +145,24 @@ export class EngineInputError extends Error {
 export class EngineQueueFullError extends Error {}
 /** The engine is draining or closed (the server answers 503). */
 export class EngineClosedError extends Error {}
+
+/** log_softmax of the raw logits at `tok`, and the `k` most likely tokens (ties: the lower id first). */
+function tokenLogprob(raw: Float32Array, tok: number, k: number): TokenLogprob {
+  let mx = -Infinity;
+  for (let i = 0; i < raw.length; i++) if (raw[i]! > mx) mx = raw[i]!;
+  let sum = 0;
+  for (let i = 0; i < raw.length; i++) sum += Math.exp(raw[i]! - mx);
+  const lse = mx + Math.log(sum);
+  const top: { tokenId: number; logprob: number }[] = [];
+  for (let i = 0; i < raw.length && k > 0; i++) {
+    if (top.length === k && raw[i]! <= top[k - 1]!.logprob) continue;
+    let at = top.findIndex((t) => raw[i]! > t.logprob);
+    if (at < 0) at = top.length;
+    top.splice(at, 0, { tokenId: i, logprob: raw[i]! });
+    if (top.length > k) top.pop();
+  }
+  return { tokenId: tok, logprob: raw[tok]! - lse, top: top.map((t) => ({ tokenId: t.tokenId, logprob: t.logprob - lse })) };
+}
 
 let nextId = 0;
 let nextSeq = 0;
@@ -284,6 +316,8 @@ export class LLMEngine {
     if (params.seed !== undefined && !Number.isFinite(params.seed)) throw new EngineInputError("seed must be a finite number", "seed");
     if (params.priority !== undefined && !Number.isSafeInteger(params.priority)) throw new EngineInputError(`priority must be an integer, got ${params.priority}`, "priority");
     if (params.cacheSalt !== undefined && typeof params.cacheSalt !== "string") throw new EngineInputError("cache_salt must be a string", "cache_salt");
+    if (params.logprobs !== undefined && !(Number.isInteger(params.logprobs) && params.logprobs >= 0 && params.logprobs <= 20))
+      throw new EngineInputError(`logprobs must be an integer in [0, 20], got ${params.logprobs}`, "logprobs");
     if (params.constraint && mt < 1) throw new EngineInputError("max_tokens must be positive for a constrained request", "max_tokens");
     for (const t of params.stopTokenIds ?? []) if (!Number.isInteger(t) || t < 0 || t >= V) throw new EngineInputError(`stop_token_ids: ${t} is outside the vocabulary`, "stop_token_ids");
     for (const [k, v] of Object.entries(params.logitBias ?? {})) {
@@ -444,7 +478,8 @@ export class LLMEngine {
     for (const s of batch) {
       this.scheduler.computed(s);
       if (!s.sample) continue;
-      const scores = Float64Array.from(host.subarray(row * V, (row + 1) * V));
+      const raw = host.subarray(row * V, (row + 1) * V);
+      const scores = Float64Array.from(raw);
       row++;
       const req = s.req;
       if (req.aborted || req.finished) continue;
@@ -452,7 +487,7 @@ export class LLMEngine {
         { params: req.params, prompt: req.prompt, generated: req.generated, counts: req.counts, stopIds: req.stopIds, random: req.random, remaining: req.maxTokens - req.generated.length },
         scores,
       );
-      this.accept(req, tok);
+      this.accept(req, tok, req.params.logprobs === undefined ? undefined : tokenLogprob(raw, tok, req.params.logprobs));
     }
   }
 
@@ -479,7 +514,7 @@ export class LLMEngine {
     return true;
   }
 
-  private accept(req: Request, tok: number): void {
+  private accept(req: Request, tok: number, lp?: TokenLogprob): void {
     const now = performance.now();
     req.generated.push(tok);
     req.counts.set(tok, (req.counts.get(tok) ?? 0) + 1);
@@ -530,20 +565,20 @@ export class LLMEngine {
     }
     const delta = final.slice(req.emitted, upTo);
     req.emitted = Math.max(req.emitted, upTo);
-    if (finish) this.finish(req, finish, stopReason, undefined, [tok], delta);
+    if (finish) this.finish(req, finish, stopReason, undefined, [tok], delta, lp);
     else {
       req.tokens.push(tok);
-      req.push({ requestId: req.id, tokenIds: [tok], text: delta, finishReason: null, stopReason: null, promptTokens: req.prompt.length, completionTokens: n, cachedTokens: req.cachedTokens ?? 0 });
+      req.push({ requestId: req.id, tokenIds: [tok], text: delta, finishReason: null, stopReason: null, promptTokens: req.prompt.length, completionTokens: n, cachedTokens: req.cachedTokens ?? 0, ...(lp ? { logprobs: [lp] } : {}) });
     }
   }
 
-  private finish(req: Request, reason: FinishReason, stopReason: string | number | null, error?: Error, tokenIds: number[] = [], text = ""): void {
+  private finish(req: Request, reason: FinishReason, stopReason: string | number | null, error?: Error, tokenIds: number[] = [], text = "", lp?: TokenLogprob): void {
     if (req.finished) return;
     req.finished = reason;
     if (error) this.lastError = error;
     this.scheduler.finish(req);
     this.byId.delete(req.id);
-    req.push({ requestId: req.id, tokenIds, text, finishReason: reason, stopReason, promptTokens: req.prompt.length, completionTokens: req.generated.length, cachedTokens: req.cachedTokens ?? 0 });
+    req.push({ requestId: req.id, tokenIds, text, finishReason: reason, stopReason, promptTokens: req.prompt.length, completionTokens: req.generated.length, cachedTokens: req.cachedTokens ?? 0, ...(lp ? { logprobs: [lp] } : {}) });
     this.emit({
       type: "finish",
       requestId: req.id,

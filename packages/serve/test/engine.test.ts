@@ -154,3 +154,28 @@ test("bad requests and a full queue throw before anything runs", async () => {
   await engine.close();
   assert.throws(() => engine.generate([5, 6], { maxTokens: 4 }), /shutting down/);
 });
+
+test("logprobs: the sampled token's log-probability and the top alternatives, from the model's log_softmax", async () => {
+  const torch = await import("torchts");
+  const engine = new LLMEngine({ model, tokenizer, maxNumSeqs: 2 });
+  const ids = tokenizer.encode("Logprobs please");
+  const got = await collect(engine.generate(ids, { temperature: 0, maxTokens: 3, ignoreEos: true, logprobs: 4 }));
+  const lps = got.outs.flatMap((o) => o.logprobs ?? []);
+  assert.equal(lps.length, 3);
+  // the first token's distribution is the model's at the end of the prompt
+  const ref = torch.noGrad(() => model.forward(torch.tensor([ids], { dtype: "int64" })).logits.select(0, 0).select(0, -1).logSoftmax(-1));
+  const refVals = (await ref.tolist()) as number[];
+  const first = lps[0]!;
+  assert.equal(first.tokenId, got.tokens[0]);
+  assert.ok(Math.abs(first.logprob - refVals[first.tokenId]!) < 1e-4);
+  assert.equal(first.top.length, 4);
+  const sorted = refVals.map((v, i) => [v, i] as const).sort((a, b) => b[0] - a[0]).slice(0, 4);
+  assert.deepEqual(first.top.map((t) => t.tokenId), sorted.map((x) => x[1]));
+  for (const lp of lps) {
+    assert.equal(lp.top[0]!.tokenId, lp.tokenId, "greedy takes the most likely token");
+    assert.ok(lp.top.every((t, i) => i === 0 || t.logprob <= lp.top[i - 1]!.logprob));
+  }
+  assert.throws(() => engine.generate(ids, { logprobs: 21 }), /logprobs must be an integer in \[0, 20\]/);
+  const none = await collect(engine.generate(ids, { temperature: 0, maxTokens: 2 }));
+  assert.ok(none.outs.every((o) => o.logprobs === undefined));
+});
