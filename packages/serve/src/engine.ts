@@ -525,7 +525,8 @@ export class LLMEngine {
     const n = req.generated.length;
     const isStop = req.stopIds.has(tok);
     const textIds = isStop ? req.generated.slice(0, -1) : req.generated;
-    const text = this.tokenizer.decode(textIds, { skipSpecialTokens: req.params.skipSpecialTokens ?? true });
+    // no clean-up of tokenization spaces: it would rewrite text already streamed (as vLLM's detokenizer)
+    const text = this.tokenizer.decode(textIds, { skipSpecialTokens: req.params.skipSpecialTokens ?? true, cleanUpTokenizationSpaces: false });
     let finish: FinishReason | null = null;
     let stopReason: string | number | null = null;
     let final = text;
@@ -549,12 +550,12 @@ export class LLMEngine {
       // as vLLM: the id for a stop_token_ids hit, null for eos
       stopReason = req.params.stopTokenIds?.includes(tok) ? tok : null;
     }
-    if (!finish && n >= req.maxTokens) finish = "length";
     // a constrained output ends once it is whole (the constraint never lets it run past max_tokens)
     if (!finish && req.params.constraint) {
       req.params.constraint.accept(tok);
       if (req.params.constraint.isComplete()) finish = "stop";
     }
+    if (!finish && n >= req.maxTokens) finish = "length";
     req.text = final;
     let upTo = final.length;
     if (!finish) {

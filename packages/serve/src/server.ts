@@ -1,7 +1,8 @@
 // The OpenAI-compatible HTTP server of `torchts serve`, on fastify (JSON-schema validation of every
 // body) and prom-client (/metrics with vLLM's metric names). It drives an LLMEngine.
 import { randomUUID, timingSafeEqual } from "node:crypto";
-import type { ServerResponse } from "node:http";
+import { setMaxListeners } from "node:events";
+import { STATUS_CODES, type ServerResponse } from "node:http";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import client from "prom-client";
 import type { ChatMessage } from "torchts/transformers";
@@ -267,9 +268,29 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     logger: o.logger ?? false,
     bodyLimit: o.bodyLimit ?? 4 * 1024 * 1024,
     forceCloseConnections: "idle",
+    // HTTP/1.1 needs Host, but a missing one is no reason for node's bare, bodiless 400
+    http: { requireHostHeader: false },
+    // requests node's parser refuses (bad framing, oversized headers) get OpenAI's error body too
+    clientErrorHandler(err: Error & { code?: string }, socket) {
+      if (err.code === "ECONNRESET" || socket.destroyed) return;
+      const status = err.code === "HPE_HEADER_OVERFLOW" ? 431 : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
+      const body = JSON.stringify(errorBody(status, `malformed HTTP request (${err.code ?? err.message})`, "invalid_request_error", null));
+      if (socket.writable)
+        socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      socket.destroy();
+    },
+    // a path fastify cannot decode (e.g. %ZZ)
+    frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: FastifyReply) {
+      void reply.code(400).send(errorBody(400, err.message, "invalid_request_error", null));
+    },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
   });
   const registry = buildMetrics(engine, modelName);
+  // node answers an Expect other than 100-continue with a bare 417
+  app.server.on("checkExpectation", (req, res) => {
+    res.writeHead(417, { "content-type": "application/json" });
+    res.end(JSON.stringify(errorBody(417, `unsupported Expect: ${req.headers.expect}`, "invalid_request_error", null)));
+  });
 
   app.setErrorHandler((err: FastifyError | HttpError, _req, reply) => {
     if (err instanceof HttpError) {
@@ -354,6 +375,8 @@ export async function createServer(o: ServerOptions): Promise<Server> {
   /** An AbortController that fires when the client goes away before the response ends. */
   const disconnect = (reply: FastifyReply) => {
     const ac = new AbortController();
+    // engine.generate() listens on it once per choice: up to maxChoices listeners is expected
+    setMaxListeners(maxChoices + 1, ac.signal);
     reply.raw.on("close", () => {
       if (!reply.raw.writableFinished) ac.abort();
     });

@@ -34,5 +34,5 @@ export async function reference(model: PreTrainedModel, tokenizer: PreTrainedTok
   const tokens = out.newTokens[0]!;
   const eos = new Set(model.config.eosTokenId);
   const textIds = tokens.length && eos.has(tokens[tokens.length - 1]!) ? tokens.slice(0, -1) : tokens;
-  return { tokens, text: tokenizer.decode(textIds, { skipSpecialTokens: true }) };
+  return { tokens, text: tokenizer.decode(textIds, { skipSpecialTokens: true, cleanUpTokenizationSpaces: false }) };
 }

@@ -84,9 +84,16 @@ export class PreTrainedTokenizer {
   encode(text: string, opts: { addSpecialTokens?: boolean } = {}): number[] {
     return this.tokenizer.encode(text, { add_special_tokens: opts.addSpecialTokens ?? true }).ids;
   }
-  decode(ids: number[], opts: { skipSpecialTokens?: boolean } = {}): string {
+  /**
+   * Text of `ids`. cleanUpTokenizationSpaces (default: the tokenizer config's, true when unset, as
+   * transformers) removes spaces before punctuation; incremental decoding turns it off (vLLM does), since
+   * it rewrites text already streamed.
+   */
+  decode(ids: number[], opts: { skipSpecialTokens?: boolean; cleanUpTokenizationSpaces?: boolean } = {}): string {
     if (ids.length === 0) return ""; // as transformers; the tokenizers library refuses an empty list
-    return this.tokenizer.decode(ids, { skip_special_tokens: opts.skipSpecialTokens ?? false });
+    const o: { skip_special_tokens: boolean; clean_up_tokenization_spaces?: boolean } = { skip_special_tokens: opts.skipSpecialTokens ?? false };
+    if (opts.cleanUpTokenizationSpaces !== undefined) o.clean_up_tokenization_spaces = opts.cleanUpTokenizationSpaces;
+    return this.tokenizer.decode(ids, o);
   }
   tokenize(text: string, opts: { addSpecialTokens?: boolean } = {}): string[] {
     return this.tokenizer.tokenize(text, { add_special_tokens: opts.addSpecialTokens ?? false });
