@@ -176,6 +176,7 @@ export class Tensor {
   async data(): Promise<HostArray> {
     const dev = this._storage.device;
     await maybeYield();
+    await this._storage.transfer?.landed(); // a collective's result still arriving: await, do not block
     if (dev.readSync) return this._contiguousHost();
     // accelerators (webgpu): realize, then await the device's async read
     this._checkAlive();
@@ -184,6 +185,7 @@ export class Tensor {
   }
   async tolist(): Promise<NestedArray> {
     await maybeYield();
+    await this._storage.transfer?.landed();
     if (this._storage.device.readSync) return this._tolistSync();
     return this._nested(await this.data());
   }

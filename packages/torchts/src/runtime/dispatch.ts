@@ -89,6 +89,7 @@ export function execute(st: Storage, p: Pending): void {
 
 /** Make a storage's value exist, running (fused) whatever pending graph produces it. */
 export function realize(st: Storage): void {
+  if (st.transfer) st.transfer.land(); // a collective's result (distributed): wait for it
   if (st.buf || !st.pending) {
     if (st.disposed) throw new Error("Tensor has been disposed and can no longer be used");
     return;

@@ -68,6 +68,7 @@ function collect(targets: Storage[]): { sts: Storage[]; pends: Pending[] } {
       const ins = top[0].pending!.inputs;
       if (top[1] < ins.length) {
         const s = ins[top[1]++]!.storage;
+        if (s.transfer) s.transfer.land(); // an input still arriving from a collective (distributed)
         if (!s.buf && s.pending && !seen.has(s)) {
           seen.add(s);
           stack.push([s, 0]);

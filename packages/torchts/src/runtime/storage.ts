@@ -53,6 +53,12 @@ export class Storage {
    * No tensor refers to it, so once nothing pending reads it the value is unreachable.
    */
   orphan = false;
+  /**
+   * A collective's result still arriving into this storage (distributed/comm.ts): its buffer is set
+   * aside (buf is null) until then. land() blocks until every transfer is written (throwing if one
+   * failed); landed() resolves when that would not block.
+   */
+  transfer: { land(): void; landed(): Promise<void> } | null = null;
   /** Storages created so far; torch.scope frees only storages created after it started. */
   static created = 0;
   readonly serial = ++Storage.created;
@@ -123,6 +129,7 @@ export class Storage {
    * Returns whether anything was moved (then this storage is left empty).
    */
   moveOut(): boolean {
+    if (this.transfer) this.transfer.land(); // the contents being replaced must have arrived first
     const rs = this.readers;
     this.readers = null;
     if (!rs) return false;

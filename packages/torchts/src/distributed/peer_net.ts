@@ -1,0 +1,285 @@
+// The communication thread's sockets: one TCP connection per pair of ranks (the higher rank
+// connects to the lower), framed messages, and an inbox where each message waits for the
+// operation that takes it. A message is addressed by (sender, key, sub): the key names one
+// collective (its group and sequence number) or one point-to-point transfer, sub the step within it.
+// Frame: u8 kind, u32 sub, u16 key length, u16 fingerprint length, u48 payload length, then the
+// key (latin1), the fingerprint (utf8) and the payload. Every data frame carries the sender's
+// fingerprint of the operation (mpmd safety: a receiver compares it with its own).
+import { createServer, connect, type Server, type Socket } from "node:net";
+import { DistNetworkError } from "./errors.js";
+
+export const KIND_DATA = 1;
+export const KIND_ABORT = 2;
+const KIND_HELLO = 3;
+const FIXED = 15;
+
+export interface Msg {
+  from: number;
+  kind: number;
+  key: string;
+  sub: number;
+  fp: string;
+  payload: Buffer;
+}
+
+interface Waiter {
+  resolve(m: Msg): void;
+  reject(e: Error): void;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** Splits a byte stream into frames. */
+class FrameReader {
+  private rest: Buffer = EMPTY;
+  private cur: Msg | null = null;
+  private got = 0;
+  constructor(private readonly from: () => number, private readonly emit: (m: Msg) => void) {}
+
+  feed(chunk: Buffer): void {
+    const buf = this.rest.length ? Buffer.concat([this.rest, chunk]) : chunk;
+    this.rest = EMPTY;
+    let off = 0;
+    while (off < buf.length) {
+      const m = this.cur;
+      if (m) {
+        const n = Math.min(m.payload.length - this.got, buf.length - off);
+        buf.copy(m.payload, this.got, off, off + n);
+        this.got += n;
+        off += n;
+        if (this.got === m.payload.length) this.finish();
+        continue;
+      }
+      if (buf.length - off < FIXED) break;
+      const keyLen = buf.readUInt16LE(off + 5);
+      const fpLen = buf.readUInt16LE(off + 7);
+      if (buf.length - off < FIXED + keyLen + fpLen) break;
+      const len = buf.readUInt32LE(off + 9) + buf.readUInt16LE(off + 13) * 2 ** 32;
+      const k0 = off + FIXED;
+      this.cur = {
+        from: this.from(),
+        kind: buf[off]!,
+        sub: buf.readUInt32LE(off + 1),
+        key: buf.toString("latin1", k0, k0 + keyLen),
+        fp: buf.toString("utf8", k0 + keyLen, k0 + keyLen + fpLen),
+        payload: len ? Buffer.allocUnsafe(len) : EMPTY,
+      };
+      this.got = 0;
+      off = k0 + keyLen + fpLen;
+      if (len === 0) this.finish();
+    }
+    if (off < buf.length) this.rest = Buffer.from(buf.subarray(off));
+  }
+
+  private finish(): void {
+    const m = this.cur!;
+    this.cur = null;
+    this.emit(m);
+  }
+}
+
+function header(kind: number, key: string, sub: number, fp: string, len: number): Buffer {
+  const k = Buffer.from(key, "latin1");
+  const f = Buffer.from(fp, "utf8");
+  const h = Buffer.allocUnsafe(FIXED + k.length + f.length);
+  h[0] = kind;
+  h.writeUInt32LE(sub >>> 0, 1);
+  h.writeUInt16LE(k.length, 5);
+  h.writeUInt16LE(f.length, 7);
+  h.writeUInt32LE(len % 2 ** 32, 9);
+  h.writeUInt16LE(Math.floor(len / 2 ** 32), 13);
+  k.copy(h, FIXED);
+  f.copy(h, FIXED + k.length);
+  return h;
+}
+
+export class PeerNet {
+  private server: Server | null = null;
+  private readonly peers = new Map<number, Socket>();
+  /** Why a peer is gone (its connection closed or failed). */
+  readonly lost = new Map<number, Error>();
+  private readonly inbox = new Map<string, Msg[]>();
+  private readonly waiters = new Map<string, Waiter[]>();
+  /** Frames whose key starts with one of these are dropped (a failed group's stragglers). */
+  private readonly dropped = new Set<string>();
+  private closing = false;
+
+  constructor(
+    readonly rank: number,
+    private readonly token: string,
+    private readonly onAbort: (m: Msg) => void,
+    private readonly onPeerLost: (peer: number, e: Error) => void,
+  ) {}
+
+  listen(host: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const srv = createServer((s) => this.accepted(s));
+      srv.once("error", reject);
+      srv.listen({ host, port: 0 }, () => {
+        this.server = srv;
+        resolve((srv.address() as { port: number }).port);
+      });
+    });
+  }
+
+  /** Connect to every lower rank and wait until every higher rank connected to this one. */
+  async connectAll(addrs: string[], deadline: number): Promise<void> {
+    const world = addrs.length;
+    const joins: Promise<void>[] = [];
+    for (let j = 0; j < this.rank; j++) joins.push(this.dial(j, addrs[j]!, deadline));
+    await Promise.all(joins);
+    while (this.peers.size < world - 1) {
+      if (Date.now() > deadline) {
+        const missing = [...Array(world).keys()].filter((r) => r !== this.rank && !this.peers.has(r));
+        throw new DistNetworkError(`[Rank ${this.rank}] timed out waiting for rank(s) ${missing.join(", ")} to connect`);
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  private async dial(peer: number, addr: string, deadline: number): Promise<void> {
+    const i = addr.lastIndexOf(":");
+    const host = addr.slice(0, i).replace(/^\[|\]$/g, "");
+    const port = Number(addr.slice(i + 1));
+    let delay = 10;
+    for (;;) {
+      try {
+        const s = await new Promise<Socket>((resolve, reject) => {
+          const sock = connect({ host, port });
+          sock.once("connect", () => {
+            sock.off("error", reject);
+            resolve(sock);
+          });
+          sock.once("error", reject);
+        });
+        const hello = Buffer.from(JSON.stringify({ rank: this.rank, token: this.token }));
+        s.write(Buffer.concat([header(KIND_HELLO, "", 0, "", hello.length), hello]));
+        this.adopt(s, peer);
+        return;
+      } catch (e) {
+        if (Date.now() + delay > deadline)
+          throw new DistNetworkError(`[Rank ${this.rank}] could not connect to rank ${peer} at ${addr}: ${(e as Error).message}`);
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(500, delay * 2);
+      }
+    }
+  }
+
+  private accepted(s: Socket): void {
+    // the first frame must be a HELLO with the rendezvous token; anything else is not a peer
+    let peer = -1;
+    const reader = new FrameReader(
+      () => peer,
+      (m) => {
+        if (peer >= 0) return this.deliver(m);
+        let hello: { rank?: unknown; token?: unknown } = {};
+        try {
+          hello = JSON.parse(m.payload.toString()) as typeof hello;
+        } catch {
+          /* refused below */
+        }
+        const r = hello.rank;
+        if (m.kind !== KIND_HELLO || hello.token !== this.token || typeof r !== "number" || r <= this.rank || this.peers.has(r)) {
+          s.destroy();
+          return;
+        }
+        peer = r;
+        this.register(s, r);
+      },
+    );
+    s.on("data", (c: Buffer) => reader.feed(c));
+    s.on("error", () => {});
+  }
+
+  private adopt(s: Socket, peer: number): void {
+    const reader = new FrameReader(() => peer, (m) => this.deliver(m));
+    s.on("data", (c: Buffer) => reader.feed(c));
+    this.register(s, peer);
+  }
+
+  private register(s: Socket, peer: number): void {
+    s.setNoDelay(true);
+    this.peers.set(peer, s);
+    s.on("error", (e) => this.lose(peer, new DistNetworkError(`connection to rank ${peer} failed: ${e.message}`)));
+    s.on("close", () => this.lose(peer, new DistNetworkError(`rank ${peer} closed its connection (its process exited or was killed)`)));
+  }
+
+  private lose(peer: number, e: Error): void {
+    if (this.closing || this.lost.has(peer)) return;
+    this.lost.set(peer, e);
+    this.peers.delete(peer);
+    this.onPeerLost(peer, e);
+  }
+
+  private deliver(m: Msg): void {
+    if (m.kind === KIND_ABORT) return this.onAbort(m);
+    for (const d of this.dropped) if (m.key.startsWith(d)) return;
+    const id = `${m.from}\0${m.key}\0${m.sub}`;
+    const ws = this.waiters.get(id);
+    if (ws?.length) {
+      const w = ws.shift()!;
+      if (!ws.length) this.waiters.delete(id);
+      w.resolve(m);
+      return;
+    }
+    const q = this.inbox.get(id);
+    if (q) q.push(m);
+    else this.inbox.set(id, [m]);
+  }
+
+  /** The next message from `peer` with this key and sub. `cancel` registers how to give up waiting. */
+  take(peer: number, key: string, sub: number, cancel: (abort: (e: Error) => void) => void): Promise<Msg> {
+    const id = `${peer}\0${key}\0${sub}`;
+    const q = this.inbox.get(id);
+    if (q?.length) {
+      const m = q.shift()!;
+      if (!q.length) this.inbox.delete(id);
+      return Promise.resolve(m);
+    }
+    const gone = this.lost.get(peer);
+    if (gone) return Promise.reject(gone);
+    return new Promise<Msg>((resolve, reject) => {
+      const w: Waiter = { resolve, reject };
+      const ws = this.waiters.get(id);
+      if (ws) ws.push(w);
+      else this.waiters.set(id, [w]);
+      cancel((e) => {
+        const list = this.waiters.get(id);
+        const i = list ? list.indexOf(w) : -1;
+        if (i >= 0) {
+          list!.splice(i, 1);
+          if (!list!.length) this.waiters.delete(id);
+        }
+        reject(e);
+      });
+    });
+  }
+
+  /** Send a frame; resolves once the socket took the bytes (the payload must not change before). */
+  send(peer: number, kind: number, key: string, sub: number, fp: string, payload: Uint8Array = EMPTY): Promise<void> {
+    const s = this.peers.get(peer);
+    if (!s) return Promise.reject(this.lost.get(peer) ?? new DistNetworkError(`no connection to rank ${peer}`));
+    return new Promise<void>((resolve, reject) => {
+      const done = (e?: Error | null) => (e ? reject(new DistNetworkError(`sending to rank ${peer} failed: ${e.message}`)) : resolve());
+      s.cork();
+      if (payload.length) {
+        s.write(header(kind, key, sub, fp, payload.length));
+        s.write(payload, done);
+      } else s.write(header(kind, key, sub, fp, 0), done);
+      s.uncork();
+    });
+  }
+
+  /** Drop waiting and future messages whose key starts with `prefix` (a failed group). */
+  drop(prefix: string): void {
+    this.dropped.add(prefix);
+    for (const id of [...this.inbox.keys()]) if (id.split("\0")[1]!.startsWith(prefix)) this.inbox.delete(id);
+  }
+
+  close(): void {
+    this.closing = true;
+    for (const s of this.peers.values()) s.destroy();
+    this.peers.clear();
+    this.server?.close();
+  }
+}
