@@ -6,7 +6,7 @@ import { STATUS_CODES, type ServerResponse } from "node:http";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import client from "prom-client";
 import type { ChatMessage } from "torchts/transformers";
-import { EngineClosedError, EngineInputError, EngineQueueFullError, type LLMEngine, type RequestOutput, type SamplingParams } from "./engine.js";
+import { EngineClosedError, EngineInputError, EngineQueueFullError, type LLMEngine, type RequestOutput, type SamplingParams, type TokenLogprob } from "./engine.js";
 import { makeConstraint, parseToolCall, structuredSpec, StructuredRequestError, ToolCallReader, toolCallId, type StructuredSpec } from "./structured/openai.js";
 
 /** Used when the model folder has no chat template: one line `<|role|>` then the content, per message. */
@@ -80,6 +80,9 @@ const SAMPLING = {
   stream: nullable({ type: "boolean" }),
   stream_options: nullable({ type: "object", properties: { include_usage: nullable({ type: "boolean" }) } }),
   user: nullable({ type: "string" }),
+  // vLLM's extra fields: the prefix-cache tenant and the scheduling priority (lower first)
+  cache_salt: nullable({ type: "string", minLength: 1, maxLength: 1024 }),
+  priority: nullable({ type: "integer", minimum: -(2 ** 31), maximum: 2 ** 31 - 1 }),
   logprobs: {},
   top_logprobs: int(0, 20),
 };
@@ -165,6 +168,10 @@ function sampling(b: Body, maxTokens: number | undefined): SamplingParams {
     repetitionPenalty: opt(b.repetition_penalty),
     logitBias,
     skipSpecialTokens: opt(b.skip_special_tokens),
+    cacheSalt: opt(b.cache_salt),
+    priority: opt(b.priority),
+    // chat: logprobs true (+ top_logprobs); completions: logprobs = the number of alternatives
+    logprobs: "messages" in b ? (b.logprobs === true ? ((b.top_logprobs as number | null | undefined) ?? 0) : undefined) : opt(b.logprobs),
   };
 }
 
@@ -205,12 +212,28 @@ function buildMetrics(engine: LLMEngine, modelName: string): client.Registry {
   new client.Gauge({ name: "vllm:num_requests_waiting", help: "Requests waiting to run.", registers: [registry], collect() { this.set(engine.stats.waiting); } });
   new client.Gauge({
     name: "vllm:kv_cache_usage_perc",
-    help: "KV positions reserved by running requests over maxNumSeqs * maxModelLen (1 = full).",
+    help: "Fraction of the KV block pool held by requests (1 = full; blocks only the prefix cache keeps count as free).",
     registers: [registry],
     collect() { this.set(engine.stats.kvCacheUsage); },
   });
-  new client.Gauge({ name: "vllm:cache_config_info", help: "Engine configuration.", labelNames: ["max_num_seqs", "max_model_len"], registers: [registry] })
-    .set({ max_num_seqs: String(engine.maxNumSeqs), max_model_len: String(engine.maxModelLen) }, 1);
+  const cfg = engine.cacheConfig;
+  new client.Gauge({
+    name: "vllm:cache_config_info",
+    help: "Engine configuration.",
+    labelNames: ["block_size", "num_gpu_blocks", "enable_prefix_caching", "max_num_seqs", "max_model_len", "max_num_batched_tokens"],
+    registers: [registry],
+  }).set({
+    block_size: String(cfg.blockSize), num_gpu_blocks: String(cfg.numBlocks), enable_prefix_caching: String(cfg.enablePrefixCaching),
+    max_num_seqs: String(engine.maxNumSeqs), max_model_len: String(engine.maxModelLen), max_num_batched_tokens: String(cfg.maxNumBatchedTokens),
+  }, 1);
+  // counters the engine keeps: read at scrape time
+  const fromEngine = (name: string, help: string, value: () => number) =>
+    new client.Counter({ name, help, registers: [registry], collect() { this.reset(); this.inc(value()); } });
+  fromEngine("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", () => engine.stats.prefixCacheQueries);
+  fromEngine("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", () => engine.stats.prefixCacheHits);
+  fromEngine("vllm:num_preemptions_total", "Requests preempted (KV blocks freed, recomputed later).", () => engine.stats.preemptions);
+  fromEngine("torchts:hicache_loaded_blocks_total", "KV blocks loaded from the HiCache host tier instead of recomputed.", () => engine.stats.hicacheLoadedBlocks);
+  fromEngine("torchts:hicache_saved_blocks_total", "KV blocks the device pool evicted into the HiCache host tier.", () => engine.stats.hicacheSavedBlocks);
   const prompt = new client.Counter({ name: "vllm:prompt_tokens_total", help: "Prompt tokens prefilled.", registers: [registry] });
   const gen = new client.Counter({ name: "vllm:generation_tokens_total", help: "Tokens generated.", registers: [registry] });
   const success = new client.Counter({ name: "vllm:request_success_total", help: "Finished requests by finish reason.", labelNames: ["finished_reason"], registers: [registry] });
@@ -398,14 +421,39 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     }
   };
 
-  const usageOf = (prompts: number[][], outs: { completionTokens: number }[]) => {
+  const usageOf = (prompts: number[][], outs: { completionTokens: number; cachedTokens: number }[]) => {
     const p = prompts.reduce((s, x) => s + x.length, 0);
     const c = outs.reduce((s, x) => s + x.completionTokens, 0);
-    return { prompt_tokens: p, completion_tokens: c, total_tokens: p + c, prompt_tokens_details: null };
+    // each prompt counts once (its first choice's reuse), as prompt_tokens does
+    const per = Math.max(1, Math.round(outs.length / Math.max(1, prompts.length)));
+    const cached = prompts.reduce((s, _, k) => s + (outs[k * per]?.cachedTokens ?? 0), 0);
+    return { prompt_tokens: p, completion_tokens: c, total_tokens: p + c, prompt_tokens_details: { cached_tokens: cached } };
+  };
+
+  /** OpenAI's logprobs objects for some tokens of a choice: chat `{content: [...]}`, completions the four parallel lists. */
+  const tokenStr = (id: number) => tok.decode([id], { skipSpecialTokens: false, cleanUpTokenizationSpaces: false });
+  const lpBody = (kind: Head["logprobs"], lps: TokenLogprob[], offset: number): Body | null => {
+    if (kind === null) return null;
+    if (kind === "chat") {
+      const entry = (id: number, lp: number) => ({ token: tokenStr(id), logprob: lp, bytes: [...Buffer.from(tokenStr(id), "utf8")] });
+      return { content: lps.map((t) => ({ ...entry(t.tokenId, t.logprob), top_logprobs: t.top.map((a) => entry(a.tokenId, a.logprob)) })) };
+    }
+    const offsets: number[] = [];
+    let at = offset;
+    for (const t of lps) {
+      offsets.push(at);
+      at += tokenStr(t.tokenId).length;
+    }
+    return {
+      tokens: lps.map((t) => tokenStr(t.tokenId)),
+      token_logprobs: lps.map((t) => t.logprob),
+      top_logprobs: lps.map((t) => Object.fromEntries(t.top.map((a) => [tokenStr(a.tokenId), a.logprob]))),
+      text_offset: offsets,
+    };
   };
 
   /** What the chunks and the body of one response share: id, object kind, creation time, model, whether usage is asked for, and the prompts it counts. */
-  type Head = { id: string; object: string; now: number; model: string; includeUsage: boolean; prompts: number[][] };
+  type Head = { id: string; object: string; now: number; model: string; includeUsage: boolean; prompts: number[][]; logprobs: "chat" | "completion" | null };
 
   /** Stream the merged outputs as server-sent events: the `first` choices, then one chunk a piece of text or finish, then usage (when asked) and [DONE]. */
   const streamOut = async (reply: FastifyReply, its: AsyncIterableIterator<RequestOutput>[], h: Head, first: Body[], piece: (out: RequestOutput, i: number) => Body[]) => {
@@ -415,15 +463,21 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     const chunk = (choices: unknown[]) => ({ id: h.id, object: h.object, created: h.now, model: h.model, choices, ...(h.includeUsage ? { usage: null } : {}) });
     for (const c of first) sse(res, chunk([c]));
     const last: RequestOutput[] = [];
+    const offsets: number[] = its.map(() => 0);
     try {
       for await (const [i, out] of merge(its)) {
         last[i] = out;
         if (out.finishReason === "abort") continue;
-        const parts = piece(out, i);
+        let parts = piece(out, i);
+        // a chunk's logprobs are its tokens' (text held back, e.g. a partial UTF-8 character, comes in a
+        // later chunk: its tokens still get a chunk of their own, with no text)
+        const lp = out.logprobs?.length ? lpBody(h.logprobs, out.logprobs, offsets[i]!) : null;
+        if (lp && parts.length === 0) parts = [h.logprobs === "chat" ? { delta: {} } : { text: "" }];
+        offsets[i]! += out.text.length;
         parts.forEach((p, k) => {
           // the output's finish reason goes on its last part; a part may name its own (tool_calls)
           const last = k === parts.length - 1;
-          const choice: Body = { index: i, logprobs: null, finish_reason: last ? out.finishReason : null, ...p };
+          const choice: Body = { index: i, logprobs: k === 0 ? lp : null, finish_reason: last ? out.finishReason : null, ...p };
           if (last && out.finishReason) choice.stop_reason = out.stopReason;
           sse(res, chunk([choice]));
         });
@@ -440,9 +494,11 @@ export async function createServer(o: ServerOptions): Promise<Server> {
   /** Collect the merged outputs into one body (499 when the client went away); `content(i, text)` gives choice i its text field. */
   const collectOut = async (reply: FastifyReply, its: AsyncIterableIterator<RequestOutput>[], h: Head, signal: AbortSignal, content: (i: number, text: string) => Body) => {
     const texts: string[] = its.map(() => "");
+    const lps: TokenLogprob[][] = its.map(() => []);
     const last: RequestOutput[] = [];
     for await (const [i, out] of merge(its)) {
       texts[i] += out.text;
+      lps[i]!.push(...(out.logprobs ?? []));
       last[i] = out;
     }
     if (signal.aborted) return reply.code(499).send(errorBody(499, "client closed the request", "invalid_request_error", null));
@@ -453,7 +509,7 @@ export async function createServer(o: ServerOptions): Promise<Server> {
       model: h.model,
       choices: its.map((_, i) => ({
         index: i,
-        logprobs: null,
+        logprobs: lpBody(h.logprobs, lps[i]!, 0),
         finish_reason: last[i]!.finishReason as string | null,
         stop_reason: last[i]!.stopReason,
         ...content(i, texts[i]!),
@@ -463,8 +519,8 @@ export async function createServer(o: ServerOptions): Promise<Server> {
   };
 
   const unsupported = (b: Body, chat: boolean) => {
-    if (chat && b.logprobs === true) throw new HttpError(400, "logprobs are not supported yet", "invalid_request_error", "logprobs");
-    if (!chat && b.logprobs !== undefined && b.logprobs !== null) throw new HttpError(400, "logprobs are not supported yet", "invalid_request_error", "logprobs");
+    if (chat && b.top_logprobs !== undefined && b.top_logprobs !== null && b.logprobs !== true)
+      throw new HttpError(400, "top_logprobs needs logprobs: true", "invalid_request_error", "top_logprobs");
     if (!chat && b.suffix) throw new HttpError(400, "suffix is not supported", "invalid_request_error", "suffix");
   };
 
@@ -485,7 +541,7 @@ export async function createServer(o: ServerOptions): Promise<Server> {
   app.get("/metrics", async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
   app.get("/v1/models", async () => ({
     object: "list",
-    data: [{ id: modelName, object: "model", created, owned_by: "torchts", root: modelName, parent: null, max_model_len: engine.maxModelLen }],
+    data: [{ id: modelName, object: "model", created, owned_by: "torchts", root: o.aliases?.[0] ?? modelName, parent: null, max_model_len: engine.maxModelLen }],
   }));
 
   app.post("/tokenize", { schema: { body: TOKENIZE_SCHEMA } }, async (req) => {
@@ -518,7 +574,7 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     const its = start([prompt], n, b, maxTokens, ac.signal, id, spec);
     const model = (b.model as string | undefined) ?? modelName;
     const includeUsage = Boolean((b.stream_options as { include_usage?: boolean } | null | undefined)?.include_usage);
-    const h: Head = { id, object: "chat.completion", now: Math.floor(Date.now() / 1000), model, includeUsage, prompts: [prompt] };
+    const h: Head = { id, object: "chat.completion", now: Math.floor(Date.now() / 1000), model, includeUsage, prompts: [prompt], logprobs: b.logprobs === true ? "chat" : null };
     const toolCall = spec?.toolCall ?? false;
     if (b.stream) {
       const first = its.map((_, i) => ({ index: i, delta: { role: "assistant", content: toolCall ? null : "" }, logprobs: null, finish_reason: null }));
@@ -550,7 +606,7 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     const echo = Boolean(b.echo);
     const promptText = (i: number) => (typeof p === "string" ? p : typeof p[0] === "string" ? (p as string[])[Math.floor(i / n)]! : tok.decode(prompts[Math.floor(i / n)]!));
     const includeUsage = Boolean((b.stream_options as { include_usage?: boolean } | null | undefined)?.include_usage);
-    const h: Head = { id, object: "text_completion", now: Math.floor(Date.now() / 1000), model, includeUsage, prompts };
+    const h: Head = { id, object: "text_completion", now: Math.floor(Date.now() / 1000), model, includeUsage, prompts, logprobs: typeof b.logprobs === "number" ? "completion" : null };
     if (b.stream) {
       const first = echo ? its.map((_, i) => ({ index: i, text: promptText(i), logprobs: null, finish_reason: null })) : [];
       return streamOut(reply, its, h, first, (out) => (out.text || out.finishReason ? [{ text: out.text }] : []));
