@@ -48,8 +48,8 @@ test("logprobs: chat (logprobs + top_logprobs) and completions (logprobs: k), st
   if (!lp.tokens!.join("").includes("\ufffd")) assert.equal(lp.tokens!.join(""), cmpl.choices[0]!.text);
   const none = await client.completions.create({ model: "tiny-llama", prompt: "Tell me", max_tokens: 2 });
   assert.equal(none.choices[0]!.logprobs, null);
-  await assert.rejects(client.chat.completions.create({ model: "tiny-llama", messages, max_tokens: 2, top_logprobs: 2 }), (e: OpenAI.APIError) => e.status === 400);
-  await assert.rejects(client.completions.create({ model: "tiny-llama", prompt: "x", max_tokens: 2, logprobs: 21 }), (e: OpenAI.APIError) => e.status === 400);
+  await assert.rejects(client.chat.completions.create({ model: "tiny-llama", messages, max_tokens: 2, top_logprobs: 2 }), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400);
+  await assert.rejects(client.completions.create({ model: "tiny-llama", prompt: "x", max_tokens: 2, logprobs: 21 }), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400);
 });
 
 test("cached_tokens: a 1,500-token prompt sent twice reuses all but the last block; another cache_salt reuses nothing; /metrics counts it", async () => {
@@ -72,8 +72,8 @@ test("cached_tokens: a 1,500-token prompt sent twice reuses all but the last blo
   assert.ok(sampleValue(m, "vllm:prefix_cache_queries_total") - q0 >= 4 * 1500);
   assert.ok(sampleValue(m, "vllm:prefix_cache_hits_total") - h0 >= 2 * (1500 - 16));
   assert.equal(sampleValue(m, "vllm:cache_config_info", { block_size: "16", enable_prefix_caching: "true" }), 1);
-  await assert.rejects(ask({ cache_salt: 5 }), (e: OpenAI.APIError) => e.status === 400);
-  await assert.rejects(ask({ priority: 1.5 }), (e: OpenAI.APIError) => e.status === 400);
+  await assert.rejects(ask({ cache_salt: 5 }), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400);
+  await assert.rejects(ask({ priority: 1.5 }), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400);
 });
 
 test("a pool too small for the load preempts (vllm:num_preemptions_total > 0) and greedy outputs stay those of each request alone", async () => {
