@@ -179,3 +179,16 @@ test("logprobs: the sampled token's log-probability and the top alternatives, fr
   const none = await collect(engine.generate(ids, { temperature: 0, maxTokens: 2 }));
   assert.ok(none.outs.every((o) => o.logprobs === undefined));
 });
+
+test("quantized weights (--quantization int8 | int4 | w8a8): greedy output equals generate() of the quantized model", async () => {
+  const { quantize } = await import("torchts/transformers");
+  for (const q of [{ bits: 8 as const }, { bits: 4 as const }, { bits: 8 as const, activations: "int8" as const }]) {
+    const { model: m, tokenizer: t } = await load(modelDir());
+    await quantize(m, q);
+    const ids = t.encode("Hello there");
+    const ref = await reference(m, t, ids, 8);
+    const engine = new LLMEngine({ model: m, tokenizer: t, maxNumSeqs: 2 });
+    const got = await collect(engine.generate(ids, { temperature: 0, maxTokens: 8 }));
+    assert.deepEqual(got.tokens, ref.tokens, JSON.stringify(q));
+  }
+});
