@@ -21,6 +21,7 @@ const USAGE = `usage:
   torchts chat --model DIR [--system TEXT] [--max-new-tokens N] [--greedy]
   torchts logits --model DIR --input-ids 1,2,3 [--json]
   torchts serve --model DIR [--host H] [--port P] [--api-key KEY] ...   (torchts serve --help)
+  torchts run --nproc-per-node N [--nnodes N|MIN:MAX] [--max-restarts K] ... script.(ts|js) [args]   (torchts run --help)
   torchts bench serve --base-url URL [--num-prompts N] [--request-rate R] ...   (torchts bench serve --help)
 common: --mode strict|fused|compiled  --dtype float32|float16|bfloat16  sampling: --temperature --top-k --top-p --min-p --repetition-penalty --seed`;
 
@@ -189,6 +190,7 @@ async function cmdServe(argv: string[], entry: "main" | "bench" = "main"): Promi
 export async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd === "serve") return cmdServe(rest);
+  if (cmd === "run") return (await import("./distributed/launcher/agent.js")).main(rest); // torchrun for torchts scripts
   if (cmd === "bench") return cmdServe(rest, "bench");
   let v: Values;
   try {

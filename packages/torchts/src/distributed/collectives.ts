@@ -9,7 +9,7 @@ import { Tensor } from "../tensor.js";
 import { bindArgs, boolArg, describe, intArg, timeoutArg } from "./args.js";
 import { pendOutputs, prepareOutputs, type Target } from "./comm.js";
 import type { OpKind, OpRequest } from "./comm_protocol.js";
-import { DistError } from "./errors.js";
+import { DistError, freshError } from "./errors.js";
 import { current, groupArg, type ProcessGroup } from "./process_group.js";
 import { ReduceOp, reduceOpError, type ReduceOpName } from "./reduce_ops.js";
 import { Work } from "./work.js";
@@ -97,7 +97,7 @@ function launch(l: Launch) {
   s.comm.drain(); // an error that already arrived raises here, at the call
   if (l.g.error) {
     s.comm.observe(l.g.error);
-    throw l.g.error;
+    throw freshError(l.g.error);
   }
   const input = l.input ? packed(l.input) : null;
   prepareOutputs(l.targets);
@@ -399,7 +399,7 @@ function blockOn(l: Launch): void {
   comm.waitFor(op);
   if (op.error) {
     comm.observe(op.error);
-    throw op.error;
+    throw freshError(op.error);
   }
 }
 

@@ -13,7 +13,7 @@ import { realize } from "../runtime/dispatch.js";
 import type { Storage } from "../runtime/storage.js";
 import type { Tensor } from "../tensor.js";
 import { CTRL_POSTED, type FromWorker, type OpRequest } from "./comm_protocol.js";
-import { DistBackendError, DistTimeoutError } from "./errors.js";
+import { DistBackendError, DistTimeoutError, freshError } from "./errors.js";
 import { spawnWorker } from "./threads.js";
 
 /** Whoever an operation's failure is sticky for (its process group). */
@@ -76,7 +76,7 @@ export class StorageTransfer {
     if (e) {
       this.error = null;
       this.comm.observe(e);
-      throw e;
+      throw freshError(e);
     }
   }
 

@@ -129,7 +129,9 @@ class Running {
       await Promise.all(this.writes); // the output's memory may still be under a socket write
       this.finish(out);
     } catch (e) {
-      const err = e instanceof Error ? e : new Error(String(e));
+      let err = e instanceof Error ? e : new Error(String(e));
+      // name the operation in errors that came from below it (a lost peer, a failed write)
+      if (!(err instanceof MismatchError) && !err.message.startsWith("[Rank ")) err = new DistBackendError(`[Rank ${rank}] ${this.req.fp} (${describeSeq(this.req)}) failed: ${err.message}`);
       if (err instanceof MismatchError) {
         abortGroup(g, err); // every rank raises the same message
         return;

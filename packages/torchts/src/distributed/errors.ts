@@ -20,3 +20,14 @@ export class DistStoreError extends DistError {
 export class DistTimeoutError extends DistBackendError {
   override name = "DistTimeoutError";
 }
+
+/**
+ * A copy of a stored error to throw (a group's sticky error is raised by many calls, and torchts
+ * prefixes an error escaping an op with the op's name, in place).
+ */
+export function freshError(e: Error): Error {
+  const C = e.constructor as new (m: string) => Error;
+  const c = new C(e.message);
+  c.name = e.name;
+  return c;
+}

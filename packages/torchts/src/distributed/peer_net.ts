@@ -200,7 +200,16 @@ export class PeerNet {
   private register(s: Socket, peer: number): void {
     s.setNoDelay(true);
     this.peers.set(peer, s);
-    s.on("error", (e) => this.lose(peer, new DistNetworkError(`connection to rank ${peer} failed: ${e.message}`)));
+    s.on("error", (e: NodeJS.ErrnoException) =>
+      this.lose(
+        peer,
+        new DistNetworkError(
+          e.code === "ECONNRESET" || e.code === "EPIPE"
+            ? `rank ${peer} closed its connection (its process exited or was killed)`
+            : `connection to rank ${peer} failed: ${e.message}`,
+        ),
+      ),
+    );
     s.on("close", () => this.lose(peer, new DistNetworkError(`rank ${peer} closed its connection (its process exited or was killed)`)));
   }
 

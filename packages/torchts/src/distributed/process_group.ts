@@ -138,7 +138,7 @@ export async function initProcessGroup(...args: unknown[]): Promise<void> {
     if (process.env.TORCHELASTIC_USE_AGENT_STORE === "True") {
       // the launcher hosts the store; this attempt's keys are its own (PyTorch's PrefixStore)
       store = new TCPStore(host, port, { timeout });
-      prefix = `worker/attempt_${process.env.TORCHELASTIC_RESTART_COUNT ?? "0"}/`;
+      prefix = process.env.TORCHTS_STORE_PREFIX ?? `worker/attempt_${process.env.TORCHELASTIC_RESTART_COUNT ?? "0"}/`;
     } else store = new TCPStore(host, port, { worldSize: world, isMaster: rank === 0, timeout, waitForWorkers: true });
   }
   const r = rank!;

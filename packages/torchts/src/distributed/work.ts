@@ -2,6 +2,7 @@
 // finished (the output tensors hold the result); an output read before that waits for it anyway.
 import type { Tensor } from "../tensor.js";
 import type { Comm, PendingOp } from "./comm.js";
+import { freshError } from "./errors.js";
 
 export class Work {
   /** @internal */
@@ -18,7 +19,7 @@ export class Work {
       await this.op.promise;
     } catch (e) {
       this.comm!.observe(e as Error);
-      throw e;
+      throw freshError(e as Error);
     }
     return true;
   }
@@ -56,7 +57,7 @@ export class Work {
     this.comm!.waitFor(this.op);
     if (this.op.error) {
       this.comm!.observe(this.op.error);
-      throw this.op.error;
+      throw freshError(this.op.error);
     }
   }
 }
