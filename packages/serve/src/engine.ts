@@ -11,7 +11,8 @@ import type { TokenConstraint } from "./constraint.js";
 import { HostKVTier } from "./hicache.js";
 import { Request } from "./request.js";
 import { sampleToken } from "./sampler.js";
-import { Scheduler, type Scheduled } from "./scheduler.js";
+import { Scheduler, type KvCacheEvent, type Scheduled } from "./scheduler.js";
+export type { KvCacheEvent } from "./scheduler.js";
 import { DEFAULT_BLOCK_SIZE } from "./block_pool.js";
 
 export type FinishReason = "stop" | "length" | "abort";
@@ -131,6 +132,8 @@ export interface LLMEngineOptions {
   enablePrefixCaching?: boolean;
   /** Bytes of host memory for blocks evicted from the pool (HiCache; default 0 = off). */
   hicacheSize?: number;
+  /** Publish prefix-cache changes to onKvEvent listeners (vLLM's --kv-events; default false: no hashing). */
+  kvEvents?: boolean;
   /** A directory for the host tier's overflow. */
   hicacheDir?: string;
 }
@@ -188,6 +191,7 @@ export class LLMEngine {
   private loop: Promise<void> | null = null;
   private closed = false;
   private readonly listeners: ((e: EngineEvent) => void)[] = [];
+  private readonly kvListeners: ((e: KvCacheEvent) => void)[] = [];
   private readonly eos: number[];
   private totals = { promptTokens: 0, generationTokens: 0, steps: 0 };
   private idleWaiters: (() => void)[] = [];
@@ -241,6 +245,7 @@ export class LLMEngine {
       saveBlock: (b, key) => this.saveBlock(b, key),
       loadBlock: (b, key) => this.loadBlock(b, key),
       copyBlocks: (copies) => this.kvCache.copyBlocks(copies.map((c) => c.src), copies.map((c) => c.dst)),
+      onKvEvent: o.kvEvents ? (e) => this.emitKv(e) : undefined,
     });
     const tokEos = o.tokenizer.eosTokenId;
     this.eos = [...new Set([...o.model.config.eosTokenId, ...(tokEos !== null ? [tokEos] : [])])];
@@ -253,6 +258,30 @@ export class LLMEngine {
   /** The pool's shape (vllm:cache_config_info). */
   get cacheConfig(): { blockSize: number; numBlocks: number; enablePrefixCaching: boolean; maxNumBatchedTokens: number } {
     return { blockSize: this.blockSize, numBlocks: this.numKvBlocks, enablePrefixCaching: this.enablePrefixCaching, maxNumBatchedTokens: this.maxNumBatchedTokens };
+  }
+
+  /** Listen to the prefix cache's BlockStored / BlockRemoved events (needs kvEvents: true); returns the remover. */
+  onKvEvent(fn: (e: KvCacheEvent) => void): () => void {
+    this.kvListeners.push(fn);
+    return () => {
+      const i = this.kvListeners.indexOf(fn);
+      if (i >= 0) this.kvListeners.splice(i, 1);
+    };
+  }
+
+  /** BlockStored events for everything cached now (a new subscriber's starting point). */
+  kvSnapshot(emit: (e: KvCacheEvent) => void): void {
+    this.scheduler.snapshot(emit);
+  }
+
+  private emitKv(e: KvCacheEvent): void {
+    for (const l of this.kvListeners) {
+      try {
+        l(e);
+      } catch {
+        /* a listener's error never stops the engine */
+      }
+    }
   }
 
   /** Listen to prefill / token / finish events; returns a function that removes the listener. */

@@ -21,5 +21,10 @@ export {
   type FinishReason,
   type EngineStats,
   type EngineEvent,
+  type KvCacheEvent,
+  type TokenLogprob,
 } from "./engine.js";
+export { createServer, type Server, type ServerOptions } from "./server.js";
+export { HostKVTier, type HostTierOptions, type HostTierStats } from "./hicache.js";
+export type { TokenConstraint } from "./constraint.js";
 export { benchServe, BenchArgumentError, formatResult, jsonRecord, latencyPlotPng, type BenchServeOptions, type BenchServeResult, type Endpoint, type GoodputSlos } from "./bench/index.js";

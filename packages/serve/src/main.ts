@@ -9,7 +9,7 @@ import { createServer } from "./server.js";
 export const USAGE = `usage: torchts serve --model DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME] [--api-key KEY]
                      [--max-waiting N] [--max-num-seqs N] [--max-model-len N] [--max-num-batched-tokens N]
                      [--block-size 16] [--num-kv-blocks N | --kv-cache-memory BYTES] [--no-enable-prefix-caching]
-                     [--hicache-size BYTES] [--hicache-dir DIR] [--quantization int8|int4|w8a8]
+                     [--hicache-size BYTES] [--hicache-dir DIR] [--quantization int8|int4|w8a8] [--kv-events]
                      [--device cpu|webgpu] [--dtype D]
   DIR holds config.json, model.safetensors (or sharded *.safetensors + index), tokenizer.json,
   tokenizer_config.json (its chat_template, or chat_template.jinja, is used for /v1/chat/completions).
@@ -33,6 +33,7 @@ const OPTIONS = {
   "hicache-size": { type: "string" },
   "hicache-dir": { type: "string" },
   quantization: { type: "string" },
+  "kv-events": { type: "boolean" },
   device: { type: "string" },
   dtype: { type: "string" },
   help: { type: "boolean", short: "h" },
@@ -77,6 +78,7 @@ export async function main(argv: string[]): Promise<number> {
       enablePrefixCaching: !v["no-enable-prefix-caching"],
       hicacheSize: int(v["hicache-size"], "hicache-size", 0),
       hicacheDir: v["hicache-dir"],
+      kvEvents: v["kv-events"] ?? false,
     };
     const q = v.quantization;
     if (q !== undefined) {
@@ -100,7 +102,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const name = v["served-model-name"] ?? v.model;
-  const server = await createServer({ engine, modelName: name, aliases: [v.model], apiKey: v["api-key"] ?? process.env.TORCHTS_API_KEY });
+  const server = await createServer({ engine, modelName: name, aliases: [v.model], apiKey: v["api-key"] ?? process.env.TORCHTS_API_KEY, kvEvents: v["kv-events"] ?? false });
   const address = await server.app.listen({ host: v.host ?? "127.0.0.1", port });
   process.stdout.write(`torchts serve: '${name}' listening on ${address}\n`);
   return new Promise<number>((resolve) => {

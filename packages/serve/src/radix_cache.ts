@@ -424,6 +424,22 @@ export class RadixCache {
     return scored.map((s) => s.item);
   }
 
+  /**
+   * Every cached span, parents before children: its salt, the whole token prefix up to the span's end and
+   * the span's own blocks (a KV-event subscriber's snapshot).
+   */
+  *spans(): Generator<{ salt: string; tokens: number[]; blocks: number[] }> {
+    for (const root of this.roots.values()) {
+      const stack: [Node, number[]][] = [...root.children.values()].map((c) => [c, []]);
+      while (stack.length) {
+        const [n, before] = stack.pop()!;
+        const tokens = before.concat(n.tokens);
+        yield { salt: n.salt, tokens, blocks: n.blocks.slice() };
+        for (const c of n.children.values()) stack.push([c, tokens]);
+      }
+    }
+  }
+
   /** Throws if the tree's bookkeeping is inconsistent (for tests and debug builds). */
   validate(): void {
     const bs = this.blockSize;

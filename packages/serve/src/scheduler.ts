@@ -37,7 +37,17 @@ export interface SchedulerOptions {
   loadBlock?: (block: number, key: string) => boolean;
   /** Copies of shared blocks to make before a sequence writes into them. */
   copyBlocks?: (copies: BlockCopy[]) => void;
+  /**
+   * KV events (vLLM's KV-event stream, for a cache-aware router): whole blocks the prefix cache took
+   * (`tokens` is the prefix up to the last of them) and blocks it gave up. Off (no hashing) when unset.
+   */
+  onKvEvent?: (e: KvCacheEvent) => void;
 }
+
+/** A change of the prefix cache, with blocks named by their chained hashes (HostKVTier.keys). */
+export type KvCacheEvent =
+  | { type: "BlockStored"; blockHashes: string[]; parentBlockHash: string | null; tokenIds: number[]; blockSize: number; cacheSalt: string }
+  | { type: "BlockRemoved"; blockHashes: string[]; cacheSalt: string };
 
 export class Scheduler {
   readonly pool: BlockPool;
@@ -48,12 +58,13 @@ export class Scheduler {
 
   constructor(readonly o: SchedulerOptions) {
     this.pool = new BlockPool({ numBlocks: o.numBlocks, blockSize: o.blockSize });
+    const save = o.hostTier && o.saveBlock ? o.saveBlock : null;
     this.radix = new RadixCache(this.pool, {
-      onEvict: o.hostTier && o.saveBlock
+      onEvict: save || o.onKvEvent
         ? (salt, tokens, blocks) => {
-            const keys = HostKVTier.keys(salt, tokens, o.blockSize);
-            const first = keys.length - blocks.length;
-            blocks.forEach((b, i) => o.saveBlock!(b, keys[first + i]!));
+            const keys = HostKVTier.keys(salt, tokens, o.blockSize).slice(-blocks.length);
+            if (save) blocks.forEach((b, i) => save(b, keys[i]!));
+            o.onKvEvent?.({ type: "BlockRemoved", blockHashes: keys, cacheSalt: salt });
           }
         : undefined,
     });
@@ -174,6 +185,7 @@ export class Scheduler {
       const end = matched + ok * bs;
       const m = this.radix.match(req.tokens, req.salt, { maxTokens: matched, countStats: false });
       this.radix.insert(req.tokens.slice(0, end), [...m.blocks, ...ids.slice(0, ok)], req.salt);
+      if (this.o.onKvEvent) this.storedEvent(req.salt, req.tokens.slice(0, end), ok);
     }
     this.pool.release(ids); // the tree holds what it took
     return ok > 0;
@@ -212,12 +224,40 @@ export class Scheduler {
     req.blocks = null;
   }
 
+  /** BlockStored events describing everything cached now (what a new KV-event subscriber starts from). */
+  snapshot(emit: (e: KvCacheEvent) => void): void {
+    const bs = this.o.blockSize;
+    for (const sp of this.radix.spans()) {
+      const full = Math.floor(sp.tokens.length / bs);
+      const keys = HostKVTier.keys(sp.salt, sp.tokens, bs, full);
+      const first = full - sp.blocks.length;
+      emit({ type: "BlockStored", blockHashes: keys.slice(first), parentBlockHash: first > 0 ? keys[first - 1]! : null, tokenIds: sp.tokens.slice(first * bs), blockSize: bs, cacheSalt: sp.salt });
+    }
+  }
+
+  /** A BlockStored event for the last `n` full blocks of `tokens`. */
+  private storedEvent(salt: string, tokens: number[], n: number): void {
+    const bs = this.o.blockSize;
+    const full = Math.floor(tokens.length / bs);
+    const keys = HostKVTier.keys(salt, tokens, bs, full);
+    const first = full - n;
+    this.o.onKvEvent!({
+      type: "BlockStored",
+      blockHashes: keys.slice(first),
+      parentBlockHash: first > 0 ? keys[first - 1]! : null,
+      tokenIds: tokens.slice(first * bs, full * bs),
+      blockSize: bs,
+      cacheSalt: salt,
+    });
+  }
+
   /** Put the full blocks of req's first `n` computed tokens into the radix tree and share the tree's copies. */
   private cacheBlocks(req: Request, n: number): void {
     if (!this.o.enablePrefixCaching || !req.blocks) return;
     const upTo = Math.min(n, req.numComputed);
     if (upTo < this.o.blockSize) return;
     const res = this.radix.insert(req.tokens.slice(0, upTo), req.blocks.blocks, req.salt);
+    if (this.o.onKvEvent && res.newBlocks.length) this.storedEvent(req.salt, req.tokens.slice(0, upTo), res.newBlocks.length);
     req.blocks.sharePrefix(res.blocks);
     // lock the deeper node (and let go of the old one)
     this.radix.lock(res.node);

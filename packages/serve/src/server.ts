@@ -6,7 +6,7 @@ import { STATUS_CODES, type ServerResponse } from "node:http";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import client from "prom-client";
 import type { ChatMessage } from "torchts/transformers";
-import { EngineClosedError, EngineInputError, EngineQueueFullError, type LLMEngine, type RequestOutput, type SamplingParams, type TokenLogprob } from "./engine.js";
+import { EngineClosedError, EngineInputError, EngineQueueFullError, type KvCacheEvent, type LLMEngine, type RequestOutput, type SamplingParams, type TokenLogprob } from "./engine.js";
 import { makeConstraint, parseToolCall, structuredSpec, StructuredRequestError, ToolCallReader, toolCallId, type StructuredSpec } from "./structured/openai.js";
 
 /** Used when the model folder has no chat template: one line `<|role|>` then the content, per message. */
@@ -28,6 +28,8 @@ export interface ServerOptions {
   /** Seconds a 429 or 503 asks the client to wait (Retry-After, default 1). */
   retryAfter?: number;
   logger?: boolean;
+  /** Serve GET /v1/kv_events (the engine must have been made with kvEvents: true). */
+  kvEvents?: boolean;
 }
 
 export interface Server {
@@ -559,6 +561,27 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     const ids = b.tokens as number[];
     for (const t of ids) if (t >= engine.vocabSize) throw new HttpError(400, `token id ${t} is outside the vocabulary [0, ${engine.vocabSize})`, "invalid_request_error", "tokens");
     return { prompt: tok.decode(ids) };
+  });
+
+  // vLLM's KV-event stream (its ZMQ publisher's events, here as server-sent events of JSON): a snapshot
+  // of what is cached, then BlockStored / BlockRemoved as the prefix cache changes. A cache-aware router
+  // (llm-d's precise prefix scorer) hashes prompts the same way (HostKVTier.keys) to find them.
+  app.get("/v1/kv_events", async (req, reply) => {
+    if (!o.kvEvents) throw new HttpError(404, "KV events are off (start the server with --kv-events)", "not_found_error");
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
+    let seq = 0;
+    const send = (e: KvCacheEvent) => {
+      const { type, ...rest } = e;
+      const body: Body = { seq: seq++, ts: Date.now() / 1000, type };
+      for (const [k, v] of Object.entries(rest)) body[k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v;
+      sse(res, body);
+    };
+    engine.kvSnapshot(send);
+    const off = engine.onKvEvent(send);
+    req.raw.on("close", off);
+    res.on("close", off);
   });
 
   app.post("/v1/chat/completions", { schema: { body: CHAT_SCHEMA } }, async (req: FastifyRequest, reply: FastifyReply) => {
