@@ -269,6 +269,55 @@ export class LLMEngine {
     };
   }
 
+  /** The shape of one KV block's data ([layers, 2, 1, blockSize, kvHeads, headDim] float32) for a transfer. */
+  get kvLayout(): { layers: number; kvHeads: number; headDim: number; blockSize: number; dtype: string } {
+    const { layers, kvHeads, headDim } = this.model.cacheShape();
+    return { layers, kvHeads, headDim, blockSize: this.blockSize, dtype: "float32" };
+  }
+
+  /**
+   * The KV of the cached whole-block prefix of `tokens` (under `salt`), one float32 array per block in
+   * kvLayout's order: what a decode replica pulls from this (prefill) replica.
+   */
+  async exportPrefix(tokens: readonly number[], salt = ""): Promise<Float32Array[]> {
+    const m = this.scheduler.radix.match(tokens, salt, { countStats: false });
+    if (!m.blocks.length) return [];
+    const t = this.kvCache.readBlocks(m.blocks);
+    let d: Float32Array;
+    try {
+      d = Float32Array.from((await t.data()) as ArrayLike<number>);
+    } finally {
+      t.dispose();
+    }
+    const n = m.blocks.length;
+    const { layers, kvHeads, headDim } = this.model.cacheShape();
+    const row = this.blockSize * kvHeads * headDim;
+    return Array.from({ length: n }, (_, j) => {
+      const out = new Float32Array(layers * 2 * row);
+      for (let l = 0; l < layers; l++)
+        for (let kv = 0; kv < 2; kv++) out.set(d.subarray(((l * 2 + kv) * n + j) * row, ((l * 2 + kv) * n + j + 1) * row), (l * 2 + kv) * row);
+      return out;
+    });
+  }
+
+  /**
+   * Put blocks pulled from another replica (block i = tokens [i * blockSize, (i + 1) * blockSize), in
+   * exportPrefix's layout) into this engine's prefix cache, skipping what it already holds; returns the
+   * blocks taken. A request for `tokens` submitted next reuses them.
+   */
+  importPrefix(tokens: readonly number[], blocks: readonly Float32Array[], salt = ""): number {
+    const { layers, kvHeads, headDim } = this.model.cacheShape();
+    const size = layers * 2 * this.blockSize * kvHeads * headDim;
+    const n = Math.min(blocks.length, Math.floor(tokens.length / this.blockSize));
+    const first = this.scheduler.cachedBlocks(tokens, salt);
+    return this.scheduler.importBlocks(tokens, salt, first, n - first, (b, i) => {
+      const d = blocks[first + i]!;
+      if (d.length !== size) return false;
+      torch.scope(() => this.kvCache.writeBlocks([b], torch.tensor(d, { device: this.device }).reshape(layers, 2, 1, this.blockSize, kvHeads, headDim)));
+      return true;
+    });
+  }
+
   /** BlockStored events for everything cached now (a new subscriber's starting point). */
   kvSnapshot(emit: (e: KvCacheEvent) => void): void {
     this.scheduler.snapshot(emit);

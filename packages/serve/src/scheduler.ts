@@ -172,23 +172,38 @@ export class Scheduler {
     const keys = HostKVTier.keys(req.salt, req.tokens, bs, Math.floor(limit / bs));
     let n = 0;
     for (let i = matched / bs; i < keys.length && this.o.hostTier!.has(keys[i]!); i++) n++;
-    if (n === 0) return false;
+    return this.importBlocks(req.tokens, req.salt, matched / bs, n, (b, i) => this.o.loadBlock!(b, keys[matched / bs + i]!)) > 0;
+  }
+
+  /** Blocks of `tokens` (under `salt`) the prefix cache has on the device now, counted from the start. */
+  cachedBlocks(tokens: readonly number[], salt: string): number {
+    return this.radix.peek(tokens, salt) / this.o.blockSize;
+  }
+
+  /**
+   * Put the KV of blocks [first, first + n) of `tokens` into fresh pool blocks (`load(block, i)` writes block
+   * i's data; false stops) and into the prefix cache after the `first` blocks it already holds. Evicts to make
+   * room; returns the blocks taken (a host-tier hit, or blocks pulled from another replica).
+   */
+  importBlocks(tokens: readonly number[], salt: string, first: number, n: number, load: (block: number, i: number) => boolean): number {
+    const bs = this.o.blockSize;
+    if (n <= 0 || this.cachedBlocks(tokens, salt) < first) return 0;
     if (this.pool.free < n) this.radix.evict(n - this.pool.free);
     const ids = this.pool.allocate(Math.min(n, this.pool.free));
-    if (!ids || ids.length === 0) return false;
+    if (!ids || ids.length === 0) return 0;
     let ok = 0;
     for (const [j, b] of ids.entries()) {
-      if (!this.o.loadBlock!(b, keys[matched / bs + j]!)) break;
+      if (!load(b, j)) break;
       ok++;
     }
     if (ok > 0) {
-      const end = matched + ok * bs;
-      const m = this.radix.match(req.tokens, req.salt, { maxTokens: matched, countStats: false });
-      this.radix.insert(req.tokens.slice(0, end), [...m.blocks, ...ids.slice(0, ok)], req.salt);
-      if (this.o.onKvEvent) this.storedEvent(req.salt, req.tokens.slice(0, end), ok);
+      const end = (first + ok) * bs;
+      const m = this.radix.match(tokens, salt, { maxTokens: first * bs, countStats: false });
+      this.radix.insert(tokens.slice(0, end), [...m.blocks, ...ids.slice(0, ok)], salt);
+      if (this.o.onKvEvent) this.storedEvent(salt, tokens.slice(0, end), ok);
     }
     this.pool.release(ids); // the tree holds what it took
-    return ok > 0;
+    return ok;
   }
 
   /** Slots for positions [0, upTo) of req; evicts cached blocks when the pool is short. False: still short. */
@@ -236,7 +251,7 @@ export class Scheduler {
   }
 
   /** A BlockStored event for the last `n` full blocks of `tokens`. */
-  private storedEvent(salt: string, tokens: number[], n: number): void {
+  private storedEvent(salt: string, tokens: readonly number[], n: number): void {
     const bs = this.o.blockSize;
     const full = Math.floor(tokens.length / bs);
     const keys = HostKVTier.keys(salt, tokens, bs, full);

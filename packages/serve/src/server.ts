@@ -7,6 +7,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import client from "prom-client";
 import type { ChatMessage } from "torchts/transformers";
 import { EngineClosedError, EngineInputError, EngineQueueFullError, type KvCacheEvent, type LLMEngine, type RequestOutput, type SamplingParams, type TokenLogprob } from "./engine.js";
+import { exportBlocks, prefillResponse, pullBlocks, type KvTransferParams } from "./kv_transfer.js";
 import { makeConstraint, parseToolCall, structuredSpec, StructuredRequestError, ToolCallReader, toolCallId, type StructuredSpec } from "./structured/openai.js";
 
 /** Used when the model folder has no chat template: one line `<|role|>` then the content, per message. */
@@ -30,6 +31,8 @@ export interface ServerOptions {
   logger?: boolean;
   /** Serve GET /v1/kv_events (the engine must have been made with kvEvents: true). */
   kvEvents?: boolean;
+  /** The host a decode replica should pull this replica's KV blocks from (default: the address the request came in on). */
+  kvTransferHost?: string;
 }
 
 export interface Server {
@@ -84,6 +87,17 @@ const SAMPLING = {
   user: nullable({ type: "string" }),
   // vLLM's extra fields: the prefix-cache tenant and the scheduling priority (lower first)
   cache_salt: nullable({ type: "string", minLength: 1, maxLength: 1024 }),
+  // prefill/decode disaggregation (vLLM's connector protocol; src/kv_transfer.ts)
+  kv_transfer_params: nullable({
+    type: "object",
+    properties: {
+      do_remote_decode: nullable({ type: "boolean" }), do_remote_prefill: nullable({ type: "boolean" }),
+      remote_host: nullable({ type: "string", maxLength: 256 }), remote_port: nullable({ type: "integer", minimum: 1, maximum: 65535 }),
+      remote_engine_id: nullable({ type: "string", maxLength: 256 }),
+      remote_block_hashes: nullable({ type: "array", maxItems: 1 << 16, items: { type: "string", maxLength: 128 } }),
+      cache_salt: nullable({ type: "string", maxLength: 1024 }),
+    },
+  }),
   priority: nullable({ type: "integer", minimum: -(2 ** 31), maximum: 2 ** 31 - 1 }),
   logprobs: {},
   top_logprobs: int(0, 20),
@@ -584,6 +598,37 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     res.on("close", off);
   });
 
+  // ---- prefill/decode disaggregation (src/kv_transfer.ts) ----
+  const engineId = randomUUID();
+  let transferred = 0;
+  new client.Counter({
+    name: "torchts:kv_transfer_blocks_total",
+    help: "KV blocks pulled from prefill replicas instead of computed.",
+    registers: [registry],
+    collect() { this.reset(); this.inc(transferred); },
+  });
+  /** A prefill request (do_remote_decode) or a decode request that first pulls the prompt's blocks (do_remote_prefill). */
+  const kvTransfer = async (b: Body, prompts: number[][]): Promise<KvTransferParams | null> => {
+    const p = b.kv_transfer_params as KvTransferParams | null | undefined;
+    if (!p) return null;
+    if ((p.do_remote_decode || p.do_remote_prefill) && prompts.length !== 1) throw new HttpError(400, "kv_transfer_params needs a single prompt", "invalid_request_error", "kv_transfer_params");
+    if (p.do_remote_decode && b.stream) throw new HttpError(400, "a prefill request (do_remote_decode) is not streamed", "invalid_request_error", "stream");
+    if (p.do_remote_prefill) transferred += await pullBlocks(engine, p, prompts[0]!, o.apiKey);
+    return p;
+  };
+  const withTransfer = (body: unknown, p: KvTransferParams | null, req: FastifyRequest, prompt: number[], b: Body) => {
+    if (!p?.do_remote_decode || !body || typeof body !== "object" || !("choices" in body)) return body;
+    const host = o.kvTransferHost ?? (req.socket.localAddress ?? "127.0.0.1").replace(/^::ffff:/, "");
+    return { ...body, kv_transfer_params: prefillResponse(engine, engineId, host, req.socket.localPort ?? 0, prompt, (b.cache_salt as string | undefined) ?? "") };
+  };
+  app.post("/v1/kv_blocks", {
+    schema: { body: { type: "object", required: ["token_ids"], properties: { token_ids: { type: "array", maxItems: 1 << 20, items: { type: "integer", minimum: 0, maximum: 2 ** 31 } }, cache_salt: { type: "string", maxLength: 1024 } } } },
+  }, async (req, reply) => {
+    const b = req.body as { token_ids: number[]; cache_salt?: string };
+    const { body, headers } = await exportBlocks(engine, b.token_ids, b.cache_salt ?? "");
+    return reply.headers(headers).send(body);
+  });
+
   app.post("/v1/chat/completions", { schema: { body: CHAT_SCHEMA } }, async (req: FastifyRequest, reply: FastifyReply) => {
     const b = req.body as Body;
     checkModel(b);
@@ -592,6 +637,7 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     const n = choices(1, b);
     const prompt = chatPrompt(b);
     const maxTokens = ((b.max_completion_tokens ?? b.max_tokens) as number | null | undefined) ?? undefined;
+    const ktp = await kvTransfer(b, [prompt]);
     const ac = disconnect(reply);
     const id = `chatcmpl-${randomUUID().replace(/-/g, "")}`;
     const its = start([prompt], n, b, maxTokens, ac.signal, id, spec);
@@ -604,12 +650,13 @@ export async function createServer(o: ServerOptions): Promise<Server> {
       const text = (out: RequestOutput) => (out.text || out.finishReason ? [{ delta: out.text ? { content: out.text } : {} }] : []);
       return streamOut(reply, its, { ...h, object: "chat.completion.chunk" }, first, toolCall ? toolCallDeltas(its.length) : text);
     }
-    return collectOut(reply, its, h, ac.signal, (i, text) => {
+    const body = await collectOut(reply, its, h, ac.signal, (i, text) => {
       const call = toolCall ? parseToolCall(text) : null;
       // a tool call cut short (max_tokens, a stop string) stays text with its own finish reason
       if (!call) return { message: { role: "assistant", content: text, tool_calls: [] } };
       return { message: { role: "assistant", content: null, tool_calls: [{ id: toolCallId(), type: "function", function: call }] }, finish_reason: "tool_calls" };
     });
+    return withTransfer(body, ktp, req, prompt, b);
   });
 
   app.post("/v1/completions", { schema: { body: COMPLETION_SCHEMA } }, async (req: FastifyRequest, reply: FastifyReply) => {
@@ -622,6 +669,7 @@ export async function createServer(o: ServerOptions): Promise<Server> {
     const prompts: number[][] =
       typeof p === "string" ? [tok.encode(p)] : typeof p[0] === "number" ? [p as number[]] : typeof p[0] === "string" ? (p as string[]).map((s) => tok.encode(s)) : (p as number[][]);
     const maxTokens = (b.max_tokens as number | null | undefined) ?? 16;
+    const ktp = await kvTransfer(b, prompts);
     const ac = disconnect(reply);
     const id = `cmpl-${randomUUID().replace(/-/g, "")}`;
     const its = start(prompts, n, b, maxTokens, ac.signal, id, spec);
@@ -634,7 +682,8 @@ export async function createServer(o: ServerOptions): Promise<Server> {
       const first = echo ? its.map((_, i) => ({ index: i, text: promptText(i), logprobs: null, finish_reason: null })) : [];
       return streamOut(reply, its, h, first, (out) => (out.text || out.finishReason ? [{ text: out.text }] : []));
     }
-    return collectOut(reply, its, h, ac.signal, (i, text) => ({ text: (echo ? promptText(i) : "") + text }));
+    const body = await collectOut(reply, its, h, ac.signal, (i, text) => ({ text: (echo ? promptText(i) : "") + text }));
+    return withTransfer(body, ktp, req, prompts[0]!, b);
   });
 
   return {
