@@ -10,6 +10,7 @@ export const USAGE = `usage: torchts serve --model DIR [--host 127.0.0.1] [--por
                      [--max-waiting N] [--max-num-seqs N] [--max-model-len N] [--max-num-batched-tokens N]
                      [--block-size 16] [--num-kv-blocks N | --kv-cache-memory BYTES] [--no-enable-prefix-caching]
                      [--hicache-size BYTES] [--hicache-dir DIR] [--quantization int8|int4|w8a8] [--kv-events]
+                     [--kv-transfer [--kv-transfer-host H]]
                      [--device cpu|webgpu] [--dtype D]
   DIR holds config.json, model.safetensors (or sharded *.safetensors + index), tokenizer.json,
   tokenizer_config.json (its chat_template, or chat_template.jinja, is used for /v1/chat/completions).
@@ -34,6 +35,8 @@ const OPTIONS = {
   "hicache-dir": { type: "string" },
   quantization: { type: "string" },
   "kv-events": { type: "boolean" },
+  "kv-transfer": { type: "boolean" },
+  "kv-transfer-host": { type: "string" },
   device: { type: "string" },
   dtype: { type: "string" },
   help: { type: "boolean", short: "h" },
@@ -102,7 +105,8 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const name = v["served-model-name"] ?? v.model;
-  const server = await createServer({ engine, modelName: name, aliases: [v.model], apiKey: v["api-key"] ?? process.env.TORCHTS_API_KEY, kvEvents: v["kv-events"] ?? false });
+  const server = await createServer({ engine, modelName: name, aliases: [v.model], apiKey: v["api-key"] ?? process.env.TORCHTS_API_KEY, kvEvents: v["kv-events"] ?? false,
+    kvTransfer: v["kv-transfer"] ?? false, kvTransferHost: v["kv-transfer-host"] });
   const address = await server.app.listen({ host: v.host ?? "127.0.0.1", port });
   process.stdout.write(`torchts serve: '${name}' listening on ${address}\n`);
   return new Promise<number>((resolve) => {

@@ -31,6 +31,11 @@ export interface ServerOptions {
   logger?: boolean;
   /** Serve GET /v1/kv_events (the engine must have been made with kvEvents: true). */
   kvEvents?: boolean;
+  /**
+   * Take part in prefill/decode disaggregation (kv_transfer_params, POST /v1/kv_blocks). Off by default, as
+   * vLLM without a KV connector: a request could otherwise make the server fetch from any host, and read its cache.
+   */
+  kvTransfer?: boolean;
   /** The host a decode replica should pull this replica's KV blocks from (default: the address the request came in on). */
   kvTransferHost?: string;
 }
@@ -610,7 +615,7 @@ export async function createServer(o: ServerOptions): Promise<Server> {
   /** A prefill request (do_remote_decode) or a decode request that first pulls the prompt's blocks (do_remote_prefill). */
   const kvTransfer = async (b: Body, prompts: number[][]): Promise<KvTransferParams | null> => {
     const p = b.kv_transfer_params as KvTransferParams | null | undefined;
-    if (!p) return null;
+    if (!p || !o.kvTransfer) return null; // without a connector the field is ignored, as vLLM does
     if ((p.do_remote_decode || p.do_remote_prefill) && prompts.length !== 1) throw new HttpError(400, "kv_transfer_params needs a single prompt", "invalid_request_error", "kv_transfer_params");
     if (p.do_remote_decode && b.stream) throw new HttpError(400, "a prefill request (do_remote_decode) is not streamed", "invalid_request_error", "stream");
     if (p.do_remote_prefill) transferred += await pullBlocks(engine, p, prompts[0]!, o.apiKey);
@@ -624,6 +629,7 @@ export async function createServer(o: ServerOptions): Promise<Server> {
   app.post("/v1/kv_blocks", {
     schema: { body: { type: "object", required: ["token_ids"], properties: { token_ids: { type: "array", maxItems: 1 << 20, items: { type: "integer", minimum: 0, maximum: 2 ** 31 } }, cache_salt: { type: "string", maxLength: 1024 } } } },
   }, async (req, reply) => {
+    if (!o.kvTransfer) throw new HttpError(404, "KV transfer is off (start the server with --kv-transfer)", "not_found_error");
     const b = req.body as { token_ids: number[]; cache_salt?: string };
     const { body, headers } = await exportBlocks(engine, b.token_ids, b.cache_salt ?? "");
     return reply.headers(headers).send(body);

@@ -15,8 +15,8 @@ let prefill: Running;
 let decode: Running;
 before(async () => {
   ({ model, tokenizer } = await load(modelDir({ maxPositionEmbeddings: 1024 })));
-  prefill = await startServer(model, tokenizer, { maxNumSeqs: 4 });
-  decode = await startServer(model, tokenizer, { maxNumSeqs: 4 });
+  prefill = await startServer(model, tokenizer, { maxNumSeqs: 4 }, { kvTransfer: true });
+  decode = await startServer(model, tokenizer, { maxNumSeqs: 4 }, { kvTransfer: true });
 });
 after(async () => {
   await prefill.close();
@@ -57,7 +57,20 @@ test("P/D falls back to computing the prompt when the prefill replica is unreach
   const r2 = await post(`${decode.url}/v1/completions`, { ...request, prompt: p2, cache_salt: "b", kv_transfer_params: pre.kv_transfer_params });
   assert.equal(r2.status, 200);
   assert.equal(r2.json().choices[0].text, single.choices[0].text);
-  prefill = await startServer(model, tokenizer, { maxNumSeqs: 4 });
+  prefill = await startServer(model, tokenizer, { maxNumSeqs: 4 }, { kvTransfer: true });
   const r3 = await post(`${decode.url}/v1/completions`, { ...request, stream: true, kv_transfer_params: { do_remote_decode: true } });
   assert.equal(r3.status, 400);
+});
+
+test("without --kv-transfer the field is ignored and /v1/kv_blocks is 404", async () => {
+  const plain = await startServer(model, tokenizer, { maxNumSeqs: 2 });
+  try {
+    const r = await post(`${plain.url}/v1/completions`, { ...request, max_tokens: 1, kv_transfer_params: { do_remote_decode: true } });
+    assert.equal(r.status, 200);
+    assert.equal(r.json().kv_transfer_params, undefined);
+    const k = await post(`${plain.url}/v1/kv_blocks`, { token_ids: [1, 2, 3] });
+    assert.equal(k.status, 404);
+  } finally {
+    await plain.close();
+  }
 });
