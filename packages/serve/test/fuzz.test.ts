@@ -15,7 +15,7 @@ let srv: Running;
 let port: number;
 before(async () => {
   const { model, tokenizer } = await load(modelDir());
-  srv = await startServer(model, tokenizer, { maxNumSeqs: 4 }, { bodyLimit: BODY_LIMIT });
+  srv = await startServer(model, tokenizer, { maxNumSeqs: 4, kvEvents: true }, { bodyLimit: BODY_LIMIT, kvTransfer: true, kvEvents: true });
   port = Number(new URL(srv.url).port);
 });
 after(async () => {
@@ -44,11 +44,13 @@ const BASES: Record<string, Record<string, unknown>> = {
   "/v1/completions": { model: "tiny-llama", prompt: "hi", max_tokens: 2, temperature: 0 },
   "/tokenize": { prompt: "hi" },
   "/detokenize": { tokens: [104, 105] },
+  "/v1/kv_blocks": { token_ids: [104, 105, 106], cache_salt: "s" },
 };
 const FIELDS = [
   "model", "messages", "prompt", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "n", "stop", "seed", "stream", "stream_options",
   "logit_bias", "presence_penalty", "frequency_penalty", "repetition_penalty", "stop_token_ids", "min_tokens", "echo", "tokens", "logprobs", "top_logprobs",
-  "response_format", "tools", "tool_choice", "ignore_eos", "skip_special_tokens", "add_generation_prompt", "add_special_tokens", "suffix", "best_of", "user",
+  "response_format", "tools", "tool_choice", "ignore_eos", "skip_special_tokens", "add_generation_prompt", "add_special_tokens", "suffix", "best_of", "user", "token_ids",
+  "cache_salt", "priority", "kv_transfer_params",
 ];
 const CONTENT_TYPES = [
   "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml", "application/json-patch+json", "text/json",
