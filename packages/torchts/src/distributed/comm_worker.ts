@@ -121,7 +121,7 @@ class Running {
 
   async run(): Promise<void> {
     const g = this.g;
-    if (g.broken) return this.fail(g.broken, false);
+    if (g.broken) return this.fail(g.broken, true);
     g.running.add(this);
     this.timer = setTimeout(() => this.onTimeout(), this.req.timeoutMs);
     try {
@@ -132,11 +132,9 @@ class Running {
       let err = e instanceof Error ? e : new Error(String(e));
       // name the operation in errors that came from below it (a lost peer, a failed write)
       if (!(err instanceof MismatchError) && !err.message.startsWith("[Rank ")) err = new DistBackendError(`[Rank ${rank}] ${this.req.fp} (${describeSeq(this.req)}) failed: ${err.message}`);
-      if (err instanceof MismatchError) {
-        abortGroup(g, err); // every rank raises the same message
-        return;
-      }
       if (this.req.kind === "monitoredBarrier") return this.fail(err, false); // a missing rank is reported; the group stays usable
+      // the other members would wait for this rank's part: they raise too (a mismatch: the same message)
+      abortGroup(g, err);
       this.fail(err, true);
     }
   }
@@ -338,13 +336,9 @@ function onAbort(m: Msg): void {
   breakGroup(g, err);
 }
 
-function onPeerLost(peer: number, e: Error): void {
-  for (const g of groups.values()) {
-    if (!g.ranks.includes(peer) || g.broken) continue;
-    const ops = [...g.running];
-    const what = ops.length ? `${ops.map((o) => o.req.fp).join(", ")} failed: ` : "";
-    breakGroup(g, new DistBackendError(`[Rank ${rank}] ${what}${e.message}`));
-  }
+function onPeerLost(_peer: number, _e: Error): void {
+  // the receives waiting for the peer failed (peer_net.ts), which fails their operations and breaks
+  // their groups; an operation that already has everything it needs from the peer still completes
 }
 
 const net = new PeerNet(rank, token, onAbort, onPeerLost);

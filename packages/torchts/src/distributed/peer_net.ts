@@ -213,10 +213,20 @@ export class PeerNet {
     s.on("close", () => this.lose(peer, new DistNetworkError(`rank ${peer} closed its connection (its process exited or was killed)`)));
   }
 
+  /**
+   * A peer's connection ended: what it sent before stays in the inbox (a rank that finished and
+   * exited sent everything first); only receives still waiting for it fail.
+   */
   private lose(peer: number, e: Error): void {
     if (this.closing || this.lost.has(peer)) return;
     this.lost.set(peer, e);
     this.peers.delete(peer);
+    const prefix = `${peer}\0`;
+    for (const [id, ws] of [...this.waiters]) {
+      if (!id.startsWith(prefix)) continue;
+      this.waiters.delete(id);
+      for (const w of ws) w.reject(e);
+    }
     this.onPeerLost(peer, e);
   }
 

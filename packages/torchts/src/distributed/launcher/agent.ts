@@ -65,6 +65,7 @@ class Agent {
     private readonly cfg: RunConfig,
     private readonly store: TCPStore,
     private readonly rdzv: Rendezvous,
+    private readonly servesStore: boolean,
   ) {
     this.runDir = mkdtempSync(join(tmpdir(), "torchelastic_"));
   }
@@ -210,7 +211,7 @@ class Agent {
           await this.rdzv.end(round, "done");
           return 0;
         }
-        const ev = await this.rdzv.exitBarrier(round, m.nnodes, EXIT_BARRIER_MS);
+        const ev = await this.rdzv.exitBarrier(round, m.nnodes, EXIT_BARRIER_MS, this.servesStore);
         if (!ev || ev.kind === "done") return 0;
         log(`another node failed after this node's workers finished:\n${ev.kind === "failure" ? ev.report : ev.kind}`);
         return 1;
@@ -272,7 +273,7 @@ async function maybeServe(cfg: RunConfig): Promise<{ server: StoreServer | null;
     const err = e as NodeJS.ErrnoException;
     // c10d: another launcher on this host got there first and serves it
     if (hostsC10d && err.code === "EADDRINUSE") return { server: null, port: cfg.rdzvPort };
-    throw new Error(`could not serve the rendezvous store on ${cfg.rdzvHost}:${cfg.rdzvPort}: ${err.code ?? err.message}`);
+    throw new Error(`could not serve the rendezvous store on ${cfg.rdzvHost}:${cfg.rdzvPort}: ${err.code ?? err.message}`, { cause: e });
   }
 }
 
@@ -297,7 +298,7 @@ export async function main(argv: string[]): Promise<number> {
     const port = served.port;
     store = new TCPStore(cfg.rdzvHost === "::" ? "127.0.0.1" : cfg.rdzvHost, port, { timeout: cfg.joinTimeoutMs });
     const rdzv = new Rendezvous(store, cfg, { nproc: cfg.nprocPerNode, host: hostname() });
-    const agent = new Agent(cfg, store, rdzv);
+    const agent = new Agent(cfg, store, rdzv, server !== null);
     const onSig = (s: NodeJS.Signals) => agent.onSignal(s);
     process.on("SIGINT", onSig);
     process.on("SIGTERM", onSig);

@@ -141,19 +141,27 @@ export class Rendezvous {
     return null;
   }
 
-  /** After this node's workers succeeded: wait until every node's did (the store host must outlive the others). */
-  async exitBarrier(round: number, nnodes: number, timeoutMs: number): Promise<RoundEvent> {
+  /**
+   * After this node's workers succeeded: wait until every node's did. The node serving the store
+   * then waits (briefly) until the others saw it, since its exit takes the store away.
+   */
+  async exitBarrier(round: number, nnodes: number, timeoutMs: number, servesStore: boolean): Promise<RoundEvent> {
     await this.store.add(this.k(round, "finished"), 1);
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      if ((await this.store.add(this.k(round, "finished"), 0)) >= nnodes) {
-        await this.end(round, "done");
-        return { kind: "done" };
-      }
+      if ((await this.store.add(this.k(round, "finished"), 0)) >= nnodes) break;
       const ev = await this.poll(round, Number.MAX_SAFE_INTEGER);
       if (ev) return ev;
       if (Date.now() > deadline) return null;
       await sleep(50);
     }
+    await this.end(round, "done");
+    if (!servesStore) {
+      await this.store.add(this.k(round, "left"), 1);
+      return { kind: "done" };
+    }
+    const until = Date.now() + 10_000;
+    while ((await this.store.add(this.k(round, "left"), 0)) < nnodes - 1 && Date.now() < until) await sleep(20);
+    return { kind: "done" };
   }
 }

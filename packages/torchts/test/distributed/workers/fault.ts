@@ -1,17 +1,28 @@
-// A worker for the launcher's fault tests: `mode` picks how rank 1 fails.
-//   raise: rank 1 throws after the group formed (on the first attempt only, with --max-restarts)
-//   kill:  rank 1 is killed with SIGKILL while the others wait in a collective
+// A worker for the launcher tests (test/distributed/launcher.test.ts); argv[2] is the mode:
+//   env:   print this worker's torchrun environment as `ENV {...}`, then all-reduce once
+//   sleep: print `READY <rank> <pid>` and sleep (the test kills one worker with SIGKILL; the
+//          launcher must stop the others; the last rank ignores SIGTERM, so it needs SIGKILL)
+//   raise: rank 1 throws on the first attempt; after a restart every rank all-reduces and prints `SUM`
 import * as torch from "../../../src/index.js";
 const dist = torch.distributed;
 const mode = process.argv[2];
 const attempt = Number(process.env.TORCHELASTIC_RESTART_COUNT);
+const KEYS = [
+  "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE",
+  "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
+  "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "OMP_NUM_THREADS",
+];
 await dist.initProcessGroup({ backend: "gloo", timeout: 60_000 });
 const rank = dist.getRank();
-console.log(`worker rank=${rank} attempt=${attempt} pid=${process.pid} env=${JSON.stringify({ RANK: process.env.RANK, LOCAL_RANK: process.env.LOCAL_RANK, WORLD_SIZE: process.env.WORLD_SIZE, LOCAL_WORLD_SIZE: process.env.LOCAL_WORLD_SIZE, GROUP_RANK: process.env.GROUP_RANK, MASTER_ADDR: process.env.MASTER_ADDR, MASTER_PORT: process.env.MASTER_PORT, TORCHELASTIC_RUN_ID: process.env.TORCHELASTIC_RUN_ID })}`);
-const t = torch.ones([4]);
-if (rank === 1 && mode === "kill") process.kill(process.pid, "SIGKILL");
-if (rank === 1 && mode === "raise" && attempt === 0) throw new Error(`rank 1 fails on attempt ${attempt}`);
-// the others wait here until the launcher stops them (the dead rank never joins this collective)
+const n = dist.getWorldSize();
+if (mode === "env") console.log(`ENV ${JSON.stringify(Object.fromEntries(KEYS.map((k) => [k, process.env[k] ?? null])))}`);
+if (mode === "sleep") {
+  if (rank === n - 1) process.on("SIGTERM", () => console.log(`rank ${rank} ignores SIGTERM`));
+  console.log(`READY ${rank} ${process.pid}`);
+  await new Promise((r) => setTimeout(r, 120_000));
+}
+if (mode === "raise" && rank === 1 && attempt === 0) throw new Error(`rank 1 fails on attempt ${attempt}`);
+const t = torch.full([4], rank + 1);
 dist.allReduce(t);
-console.log(`rank ${rank} sum ${await t.sum().item()}`);
+console.log(`SUM ${rank} ${attempt} ${await t.sum().item()}`);
 await dist.destroyProcessGroup();
