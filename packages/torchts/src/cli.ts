@@ -21,6 +21,7 @@ const USAGE = `usage:
   torchts chat --model DIR [--system TEXT] [--max-new-tokens N] [--greedy]
   torchts logits --model DIR --input-ids 1,2,3 [--json]
   torchts serve --model DIR [--host H] [--port P] [--api-key KEY] ...   (torchts serve --help)
+  torchts router --config router.yaml | --replica URL ... [--port P]   (torchts router --help)
   torchts run --nproc-per-node N [--nnodes N|MIN:MAX] [--max-restarts K] ... script.(ts|js) [args]   (torchts run --help)
   torchts bench serve --base-url URL [--num-prompts N] [--request-rate R] ...   (torchts bench serve --help)
 common: --mode strict|fused|compiled  --dtype float32|float16|bfloat16  sampling: --temperature --top-k --top-p --min-p --repetition-penalty --seed`;
@@ -187,9 +188,28 @@ async function cmdServe(argv: string[], entry: "main" | "bench" = "main"): Promi
   return serve[entry](argv);
 }
 
+// `router` lives in @torchts/router, imported the same way (by a name tsc does not follow).
+const ROUTER_CLI: string = "@torchts/router/cli";
+
+async function cmdRouter(argv: string[]): Promise<number> {
+  let router: { main(argv: string[]): Promise<number> };
+  try {
+    router = (await import(ROUTER_CLI)) as typeof router;
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    if ((err.code === "ERR_MODULE_NOT_FOUND" || err.code === "MODULE_NOT_FOUND") && err.message.includes("@torchts/router")) {
+      process.stderr.write("torchts router: the @torchts/router package is not installed (in the repository: npm ci; elsewhere: npm install @torchts/router)\n");
+      return 1;
+    }
+    throw e;
+  }
+  return router.main(argv);
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd === "serve") return cmdServe(rest);
+  if (cmd === "router") return cmdRouter(rest);
   if (cmd === "run") return (await import("./distributed/launcher/agent.js")).main(rest); // torchrun for torchts scripts
   if (cmd === "bench") return cmdServe(rest, "bench");
   let v: Values;
