@@ -22,8 +22,18 @@ export class StoreServer {
   /** Called with a line for each client the server had to drop (a protocol it does not speak). */
   onWarning: (msg: string) => void = (m) => process.stderr.write(`[torchts TCPStore] ${m}\n`);
 
-  /** Listen on host:port (0: a free port); resolves with the port. */
-  listen(host: string, port: number): Promise<number> {
+  /** Listen on host:port (0: a free port); resolves with the port. "::" (every interface) falls back to IPv4 only. */
+  async listen(host: string, port: number): Promise<number> {
+    try {
+      return await this.listenOn(host, port);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (host === "::" && (code === "EAFNOSUPPORT" || code === "EADDRNOTAVAIL")) return this.listenOn("0.0.0.0", port);
+      throw e;
+    }
+  }
+
+  private listenOn(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
       const srv = createServer((s) => this.accept(s));
       srv.once("error", reject);

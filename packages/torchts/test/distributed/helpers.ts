@@ -15,9 +15,9 @@ export interface Run {
 }
 
 /** Start the launcher; `onLine` sees each stdout line as it comes. Killed after `limitMs`. */
-export function launch(args: string[], opts: { limitMs?: number; onLine?: (line: string) => void } = {}): Promise<Run> {
+export function launch(args: string[], opts: { limitMs?: number; onLine?: (line: string) => void; env?: Record<string, string> } = {}): Promise<Run> {
   const t0 = Date.now();
-  const p = spawn(process.execPath, [BIN, "run", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const p = spawn(process.execPath, [BIN, "run", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...opts.env } });
   let stdout = "";
   let stderr = "";
   let partial = "";

@@ -3,14 +3,14 @@
 // one job (--nnodes 2 static, and --nnodes 1:2 with a rendezvous endpoint) on localhost.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { freePort, launch, worker } from "./helpers.js";
+import { freePort, launch, worker, type Run } from "./helpers.js";
 
 function lines(out: string, tag: string): string[][] {
   return out.split("\n").filter((l) => l.startsWith(`${tag} `)).map((l) => l.split(" ").slice(1));
 }
 
-test("workers get torchrun's environment", async () => {
-  const run = await launch(["--standalone", "--nproc-per-node", "2", "--rdzv-id", "job7", "--max-restarts", "3", worker("fault"), "env"]);
+test("workers get torchrun's environment (flags from PET_* as Kubeflow sets them)", async () => {
+  const run = await launch(["--standalone", "--rdzv_id", "job7", worker("fault"), "env"], { env: { PET_NPROC_PER_NODE: "2", PET_MAX_RESTARTS: "3" } });
   assert.equal(run.code, 0, run.stderr);
   const envs = run.stdout.split("\n").filter((l) => l.startsWith("ENV ")).map((l) => JSON.parse(l.slice(4)) as Record<string, string | null>);
   envs.sort((a, b) => Number(a.RANK) - Number(b.RANK));
@@ -95,6 +95,27 @@ for (const kind of ["static", "c10d"] as const)
     }
     assert.deepEqual(runs.flatMap((r) => lines(r.stdout, "SUM").map((l) => l[2])), ["40", "40", "40", "40"]);
   });
+
+test("--nnodes 1:2: a node that comes after the group formed is admitted by restarting the group", async () => {
+  const port = await freePort();
+  const args = ["--nnodes", "1:2", "--rdzv-endpoint", `127.0.0.1:${port}`, "--rdzv-conf", "last_call_timeout=0.5", "--nproc-per-node", "2", worker("fault"), "grow"];
+  const second: { run: Promise<Run> | null } = { run: null };
+  const first = await launch(args, {
+    limitMs: 60_000,
+    onLine: (l) => {
+      // the first node formed a group alone (its workers run): now the second node comes
+      if (l.startsWith("SMALL ") && !second.run) second.run = launch(args, { limitMs: 60_000 });
+    },
+  });
+  assert.ok(second.run, `the first node never formed a group:\n${first.stderr}`);
+  const late = await second.run;
+  assert.equal(first.code, 0, first.stderr);
+  assert.equal(late.code, 0, late.stderr);
+  assert.match(first.stderr, /a node is waiting to join: restarting the worker group with it/);
+  assert.match(first.stderr, /round 1: node 0 of 2, ranks 0\.\.1 of 4/);
+  assert.match(late.stderr, /round 1: node 1 of 2, ranks 2\.\.3 of 4/);
+  assert.deepEqual([...lines(first.stdout, "SUM"), ...lines(late.stdout, "SUM")].map((l) => l[2]), ["40", "40", "40", "40"]);
+});
 
 test("torchts run: usage errors exit 2", async () => {
   const bad = await launch(["--nproc-per-node", "x", "script.ts"]);

@@ -33,7 +33,8 @@ export const RUN_USAGE = `usage: torchts run [--nproc-per-node N|cpu|auto] [--nn
                    script.(ts|js) [script args...]
 Starts N worker processes per node with torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE,
 LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_*), stops them all when one
-fails (printing the failing rank's error), and restarts the group up to --max-restarts times.`;
+fails (printing the failing rank's error), and restarts the group up to --max-restarts times.
+A flag not given is read from PET_<FLAG> (PET_NPROC_PER_NODE, PET_NNODES, ...), as torchrun does.`;
 
 const FLAGS = new Set([
   "nproc-per-node", "nnodes", "node-rank", "master-addr", "master-port", "rdzv-endpoint", "rdzv-backend", "rdzv-id",
@@ -54,7 +55,21 @@ function hostPort(flag: string, v: string, defaultPort: number): [string, number
   return [m[1]!, m[2] === undefined ? defaultPort : int(flag, m[2], 1)];
 }
 
-export function parseRunArgs(argv: string[]): RunConfig | "help" {
+/**
+ * A flag not given takes torchrun's environment default, PET_<FLAG> (PET_NPROC_PER_NODE,
+ * PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR, ...): what Kubeflow's PyTorchJob sets.
+ */
+function fromEnv(v: Map<string, string>, env: NodeJS.ProcessEnv): void {
+  for (const f of FLAGS) {
+    if (f === "help" || v.has(f)) continue;
+    const e = env[`PET_${f.replace(/-/g, "_").toUpperCase()}`];
+    if (e === undefined || e === "") continue;
+    if (!BOOLEAN.has(f)) v.set(f, e);
+    else if (e !== "0" && e.toLowerCase() !== "false") v.set(f, "1");
+  }
+}
+
+export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): RunConfig | "help" {
   const v = new Map<string, string>();
   let i = 0;
   for (; i < argv.length; i++) {
@@ -77,6 +92,7 @@ export function parseRunArgs(argv: string[]): RunConfig | "help" {
     v.set(key, val);
   }
   if (v.has("help")) return "help";
+  fromEnv(v, env);
   const script = argv[i];
   if (script === undefined) throw new UsageError("the training script is required");
   const scriptArgs = argv.slice(i + 1);

@@ -61,7 +61,8 @@ export class Rendezvous {
     for (;;) {
       const closedKey = this.k(round, "closed");
       if (await this.store.check([closedKey])) {
-        // too late for this round: wait for its end, then join the next
+        // too late for this round: say so (the running nodes restart the group to admit this one), wait for its end, join the next
+        await this.store.add(this.k(round, "waiting"), 1);
         const end = await this.waitEnd(round);
         if (end === "done") return "done";
         round++;
@@ -135,8 +136,9 @@ export class Rendezvous {
     if (failed) return { kind: "failure", report: (await this.store.get(this.k(round, "failed"))).toString() };
     if (membership) return { kind: "membership" };
     if (this.cfg.rdzvBackend === "c10d" && closedCount < this.cfg.maxNodes) {
-      const joined = await this.store.add(this.k(round, "join"), 0);
-      if (joined > closedCount) return { kind: "membership" };
+      // nodes that came after the round closed (a late join, or a join racing the close)
+      const [joined, waiting] = await Promise.all([this.store.add(this.k(round, "join"), 0), this.store.add(this.k(round, "waiting"), 0)]);
+      if (joined > closedCount || waiting > 0) return { kind: "membership" };
     }
     return null;
   }

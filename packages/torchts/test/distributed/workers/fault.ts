@@ -3,6 +3,8 @@
 //   sleep: print `READY <rank> <pid>` and sleep (the test kills one worker with SIGKILL; the
 //          launcher must stop the others; the last rank ignores SIGTERM, so it needs SIGKILL)
 //   raise: rank 1 throws on the first attempt; after a restart every rank all-reduces and prints `SUM`
+//   grow:  a group of fewer than 4 ranks prints `SMALL <rank>` and waits (for a node to join and the
+//          launchers to restart the group with it); a group of 4 all-reduces
 import * as torch from "../../../src/index.js";
 const dist = torch.distributed;
 const mode = process.argv[2];
@@ -19,6 +21,10 @@ if (mode === "env") console.log(`ENV ${JSON.stringify(Object.fromEntries(KEYS.ma
 if (mode === "sleep") {
   if (rank === n - 1) process.on("SIGTERM", () => console.log(`rank ${rank} ignores SIGTERM`));
   console.log(`READY ${rank} ${process.pid}`);
+  await new Promise((r) => setTimeout(r, 120_000));
+}
+if (mode === "grow" && n < 4) {
+  console.log(`SMALL ${rank}`);
   await new Promise((r) => setTimeout(r, 120_000));
 }
 if (mode === "raise" && rank === 1 && attempt === 0) throw new Error(`rank 1 fails on attempt ${attempt}`);
