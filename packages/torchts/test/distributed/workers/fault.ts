@@ -14,7 +14,9 @@ const KEYS = [
   "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
   "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "OMP_NUM_THREADS",
 ];
-await dist.initProcessGroup({ backend: "gloo", timeout: 60_000 });
+// INIT_METHOD=tcp://host:port (with RANK and WORLD_SIZE) instead of env://
+const tcp = process.env.INIT_METHOD ? { initMethod: process.env.INIT_METHOD, rank: Number(process.env.RANK), worldSize: Number(process.env.WORLD_SIZE) } : {};
+await dist.initProcessGroup({ backend: "gloo", timeout: 60_000, ...tcp });
 const rank = dist.getRank();
 const n = dist.getWorldSize();
 if (mode === "env") console.log(`ENV ${JSON.stringify(Object.fromEntries(KEYS.map((k) => [k, process.env[k] ?? null])))}`);
