@@ -87,6 +87,17 @@ function invoke(def: OpDef, args: ArrayLike<unknown>, self: Tensor | undefined):
     }
   }
   const impl = def.impls[k] as (...a: unknown[]) => unknown;
+  if (opHooks.call) return opHooks.call(def, k, vals, () => runBound(def, impl, vals));
+  return runBound(def, impl, vals);
+}
+
+/**
+ * Set by torch.export while it traces a module: sees every public op call (nested ones too) with
+ * its bound arguments and the overload picked, and decides whether and how `run` executes it.
+ */
+export const opHooks: { call: ((def: OpDef, overload: number, vals: unknown[], run: () => unknown) => unknown) | null } = { call: null };
+
+function runBound(def: OpDef, impl: (...a: unknown[]) => unknown, vals: unknown[]): unknown {
   if (def.transparent) return transparentCall(def.name, impl, vals);
   if (!enterOp(def.name)) return impl(...vals);
   const token = opCheckpoint();
