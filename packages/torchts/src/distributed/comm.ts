@@ -165,7 +165,7 @@ export class Comm {
   private readonly unseen = new Set<PendingOp>();
 
   private constructor(
-    readonly worker: Worker,
+    private readonly worker: Worker,
     private readonly port: MessagePort,
     private readonly ctrl: Int32Array,
     readonly rank: number,

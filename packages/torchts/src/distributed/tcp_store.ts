@@ -286,7 +286,7 @@ export class TCPStore {
   }
 
   /** The value of `key`, waiting (up to the store timeout) until some client sets it. */
-  async get(key: string): Promise<Buffer> {
+  async get(key: string): Promise<Uint8Array> {
     const k = this.key("TCPStore.get", key);
     await this.ready();
     return this.rawGet(k, Date.now() + this.timeoutMs);
@@ -305,7 +305,7 @@ export class TCPStore {
    * Set `key` to `desired` if its value is `expected` (or if it is absent and `expected` is empty);
    * returns the value the key holds afterwards (PyTorch 1.13: `expected` when absent and not empty).
    */
-  async compareSet(key: string, expected: Value, desired: Value): Promise<Buffer> {
+  async compareSet(key: string, expected: Value, desired: Value): Promise<Uint8Array> {
     const k = this.key("TCPStore.compareSet", key);
     const e = bytesOf("TCPStore.compareSet", "expected", expected);
     const d = bytesOf("TCPStore.compareSet", "desired", desired);
