@@ -127,7 +127,8 @@ export async function createRouter(cfg: RouterConfig, o: { logger?: boolean } = 
   };
 
   const app = Fastify({ logger: o.logger ?? false, bodyLimit: cfg.server.bodyLimit, forceCloseConnections: "idle", http: { requireHostHeader: false } });
-  app.removeContentTypeParser(["application/json"]);
+  // JSON only (anything else is 415), kept as the bytes received: they are what the replica gets
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser("application/json", { parseAs: "buffer" }, (_req, body: Buffer, done) => {
     try {
       done(null, { raw: body, json: JSON.parse(body.toString("utf8")) } satisfies Parsed);
