@@ -197,6 +197,8 @@ export async function createRouter(cfg: RouterConfig, o: { logger?: boolean } = 
       res.end(JSON.stringify(errorBody(status, message, type)));
     };
     for (let attempt = 0; ; attempt++) {
+      // nothing to wait for: GIE's endpoint picker answers 503 when no endpoint is ready
+      if (!decoders().length) return answer(503, "no-healthy-replica", "no healthy replica can serve the request", "service_unavailable_error");
       const queuedAt = performance.now();
       let p: Plan;
       try {
