@@ -16,9 +16,11 @@ export interface ExportOptions {
   dynamicShapes?: unknown[];
 }
 
+/** An nn.Module (or anything with forward, optionally namedParameters/namedBuffers), or a function. */
+export type Exportable = { forward(...a: any[]): unknown } | ((...a: any[]) => unknown);
 type Forward = { forward: (...a: unknown[]) => unknown } & Partial<Pick<Module, "namedParameters" | "namedBuffers" | "training">>;
 
-function traceOnce(target: Forward | ((...a: unknown[]) => unknown), args: readonly unknown[]): RawTrace {
+function traceOnce(target: Exportable, args: readonly unknown[]): RawTrace {
   const tr = new Tracer(CAPTURES);
   return tr.run(() => {
     const leaves: Leaf[] = [];
@@ -29,7 +31,7 @@ function traceOnce(target: Forward | ((...a: unknown[]) => unknown), args: reado
       seen.add(l.t);
       tr.placeholder("user_input", `args${l.path}`, l.t);
     }
-    const mod = typeof target === "function" ? null : target;
+    const mod = typeof target === "function" ? null : (target as Forward);
     if (mod?.namedParameters) for (const [n, p] of mod.namedParameters()) tr.placeholder("parameter", n, p);
     if (mod?.namedBuffers) for (const [n, b] of mod.namedBuffers()) tr.placeholder("buffer", n, b);
     tr.op = "forward";
@@ -54,7 +56,7 @@ function traceOnce(target: Forward | ((...a: unknown[]) => unknown), args: reado
 }
 
 /** torch.export.export: the module's forward on `args`, frozen into a core-op graph with a signature. */
-export function exportProgram(target: Forward | ((...a: unknown[]) => unknown), args: readonly unknown[], opts: ExportOptions = {}): ExportedProgram {
+export function exportProgram(target: Exportable, args: readonly unknown[], opts: ExportOptions = {}): ExportedProgram {
   if (!Array.isArray(args)) throw new TypeError("torch.export.export: args must be an array of the forward's positional arguments");
   if (typeof target !== "function" && typeof target?.forward !== "function") throw new TypeError("torch.export.export: expected an nn.Module or a function");
   const { uses, tensors } = parseDynamicShapes(args, opts.dynamicShapes);

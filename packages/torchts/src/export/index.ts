@@ -4,10 +4,12 @@ import { Dim, DimSym } from "./dims.js";
 import { ExportError } from "./errors.js";
 import { exportProgram } from "./export.js";
 import { ExportedProgram } from "./program.js";
+import { onnxBytes, onnxExport } from "./onnx/index.js";
 
 export type { DimOptions } from "./dims.js";
 export type { ExportOptions } from "./export.js";
 export type { GraphJSON } from "./graph.js";
+export type { OnnxExportOptions, OnnxExportResult } from "./onnx/index.js";
 
 /** torch.export.save(program, path): one safetensors file (the graph is in its metadata). */
 async function save(ep: ExportedProgram, path: string): Promise<void> {
@@ -24,3 +26,6 @@ async function load(path: string): Promise<ExportedProgram> {
 
 export const exportApi = { export: exportProgram, save, load, Dim, DimSym, ExportedProgram, ExportError };
 export { Dim, ExportedProgram, ExportError, exportProgram };
+
+/** torch.onnx: export(module, args, path, opts) writes an ONNX model; toBytes gives it in memory. */
+export const onnx = { export: onnxExport, toBytes: onnxBytes };
