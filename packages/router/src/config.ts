@@ -7,7 +7,7 @@ import { LineCounter, isNode, parseDocument } from "yaml";
 import { CONFIG_SCHEMA } from "./config_schema.js";
 
 export type Role = "prefill" | "decode" | "both";
-export type ScorerType = "prefix-cache" | "precise-prefix-cache" | "queue" | "kv-cache-utilization" | "in-flight" | "session-affinity";
+export type ScorerType = "prefix-cache" | "precise-prefix-cache" | "no-hit-lru" | "queue" | "kv-cache-utilization" | "in-flight" | "session-affinity";
 export type FilterType = "saturation" | "prefix-affinity";
 export type PickerType = "max-score" | "weighted-random" | "round-robin";
 
@@ -28,6 +28,8 @@ export interface ScorerConfig {
   capacityPerReplica?: number;
   /** precise-prefix-cache: how long a routed prompt counts as cached before its events arrive (ms, 0 = never). */
   speculativeTtlMs?: number;
+  /** no-hit-lru: a prompt whose best prefix fraction on any candidate is below this counts as cold. */
+  coldThreshold?: number;
 }
 
 export interface FilterConfig {
@@ -152,6 +154,7 @@ export function defaultScorers(precise: boolean): ScorerConfig[] {
   return [
     ...(precise ? [{ type: "precise-prefix-cache" as const, weight: 3 }] : []),
     { type: "prefix-cache", weight: 2 },
+    { type: "no-hit-lru", weight: 2 },
     { type: "queue", weight: 1 },
     { type: "kv-cache-utilization", weight: 1 },
     { type: "in-flight", weight: 1 },

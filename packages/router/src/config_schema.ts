@@ -10,12 +10,13 @@ const SCORER = {
   additionalProperties: false,
   required: ["type"],
   properties: {
-    type: { enum: ["prefix-cache", "precise-prefix-cache", "queue", "kv-cache-utilization", "in-flight", "session-affinity"] },
+    type: { enum: ["prefix-cache", "precise-prefix-cache", "no-hit-lru", "queue", "kv-cache-utilization", "in-flight", "session-affinity"] },
     weight: num(0, 1000, 1),
     maxLoadGap: int(1, 8),
     blockChars: int(1, 64, 1 << 20),
     capacityPerReplica: int(1, 100_000),
     speculativeTtlMs: int(0, 2000),
+    coldThreshold: num(0, 1),
   },
 };
 

@@ -28,6 +28,8 @@ export interface Pick {
 
 /** Per-request memo of the prompt's block hashes (each scorer and the decider reuse them). */
 class Hashes {
+  /** No candidate holds any of the prompt (set by the pick; the no-hit-lru scorer's case). */
+  cold = false;
   private readonly text = new Map<number, string[]>();
   private readonly keys = new Map<number, string[]>();
 
@@ -54,6 +56,9 @@ export class Scheduler {
   readonly approx: ApproxIndex;
   readonly precise = new PreciseIndex();
   private rr = 0;
+  /** no-hit-lru: when each replica last got a cold request (a prompt no candidate had), by a counter. */
+  private readonly lastCold = new Map<string, number>();
+  private coldSeq = 0;
   private readonly approxCfg: ScorerConfig | undefined;
   private readonly preciseCfg: ScorerConfig | undefined;
   /** Lookups and hits of the prefix indexes, in blocks (the router's hit-ratio metric). */
@@ -154,6 +159,15 @@ export class Scheduler {
           return keys?.length ? this.precise.match(r.id, keys, now) / keys.length : 0;
         });
       }
+      case "no-hit-lru": {
+        // GIE's no-hit-lru: a prompt nobody holds goes to the replica that least recently got one, so new
+        // prefixes spread evenly instead of piling onto whichever replica a tie favours
+        // "cold": no candidate holds a real part of it (a shared chat-template header is not a hit)
+        memo.cold = cands.every((r) => this.prefixFraction(r, memo) < (s.coldThreshold ?? 0.25));
+        if (!memo.cold || cands.length < 2) return cands.map(() => 0);
+        const order = cands.slice().sort((a, b) => (this.lastCold.get(a.id) ?? -1) - (this.lastCold.get(b.id) ?? -1) || a.index - b.index);
+        return cands.map((r) => 1 - order.indexOf(r) / (cands.length - 1));
+      }
       case "queue": {
         // min-max normalised waiting queue (GIE's queue scorer); stale counts as the longest
         const q = cands.map((r) => (fresh(r) ? r.metrics!.waiting : Infinity));
@@ -234,6 +248,7 @@ export class Scheduler {
 
   /** A request was sent to `r`: remember where its prompt now lives. */
   routed(input: PickInput, r: Replica, memo = new Hashes(input, this.keysFn)): void {
+    if (memo.cold) this.lastCold.set(r.id, ++this.coldSeq);
     if (this.approxCfg) this.approx.record(r.id, memo.textBlocks(this.blockChars));
     if (this.preciseCfg) {
       const keys = memo.tokenBlocks(this.blockSize(r));

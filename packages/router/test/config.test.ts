@@ -12,7 +12,7 @@ test("a minimal file gets GIE's default pipeline and the documented defaults", (
   assert.equal(c.health.scrapeIntervalMs, 100);
   assert.equal(c.health.staleAfterMs, 200);
   assert.deepEqual(c.scheduling.filters, [{ type: "saturation" }]);
-  assert.deepEqual(c.scheduling.scorers.map((s) => s.type), ["prefix-cache", "queue", "kv-cache-utilization", "in-flight", "session-affinity"]);
+  assert.deepEqual(c.scheduling.scorers.map((s) => s.type), ["prefix-cache", "no-hit-lru", "queue", "kv-cache-utilization", "in-flight", "session-affinity"]);
   assert.equal(c.scheduling.picker.type, "max-score");
   assert.equal(c.flowControl.fairnessHeader, "x-gateway-inference-fairness-id");
   assert.equal(c.disaggregation.enabled, false);
