@@ -246,8 +246,8 @@ export class Scheduler {
     return { replica: chosen.replica, ranked };
   }
 
-  /** A request was sent to `r`: remember where its prompt now lives. */
-  routed(input: PickInput, r: Replica, memo = new Hashes(input, this.keysFn)): void {
+  /** A request was sent to `r`: remember where its prompt now lives (`memo`: the one its pick used). */
+  routed(input: PickInput, r: Replica, memo: Hashes): void {
     if (memo.cold) this.lastCold.set(r.id, ++this.coldSeq);
     if (this.approxCfg) this.approx.record(r.id, memo.textBlocks(this.blockChars));
     if (this.preciseCfg) {

@@ -25,12 +25,37 @@ const input = (text: string, headers: Record<string, string> = {}, extra: Record
 });
 
 test("the same inputs give the same pick on two schedulers; ties go by a stable hash of the request", () => {
+  // the default pipeline, each pick recorded as a dispatch would: both schedulers evolve alike
   const a = world(), b = world();
-  const picks = (w: ReturnType<typeof world>) => Array.from({ length: 50 }, (_, i) => w.s.pick(input(`prompt ${i} `.repeat(20)), w.pool.replicas)!.replica.id);
+  const picks = (w: ReturnType<typeof world>) =>
+    Array.from({ length: 50 }, (_, i) => {
+      const inp = input(`prompt ${i} `.repeat(20));
+      const m = w.s.memo(inp);
+      const p = w.s.pick(inp, w.pool.replicas, m)!.replica;
+      w.s.routed(inp, p, m);
+      return p.id;
+    });
   const pa = picks(a), pb = picks(b);
   assert.deepEqual(pa, pb);
-  // equal scores everywhere: the hash spreads different prompts over all four replicas
   assert.equal(new Set(pa).size, 4);
+  // equal scores everywhere (load scorers only): the request's hash decides, the same each time
+  const t = world({ scheduling: { scorers: [{ type: "queue" }, { type: "in-flight" }] } });
+  const tied = Array.from({ length: 40 }, (_, i) => t.s.pick(input(`other ${i}`), t.pool.replicas)!.replica.id);
+  assert.ok(new Set(tied).size >= 3, "different requests spread");
+  assert.deepEqual(tied, Array.from({ length: 40 }, (_, i) => t.s.pick(input(`other ${i}`), t.pool.replicas)!.replica.id));
+});
+
+test("no-hit-lru: cold prompts rotate over the replicas; a warm one stays where its prefix is", () => {
+  const { s, pool } = world({ scheduling: { scorers: [{ type: "prefix-cache", weight: 3 }, { type: "no-hit-lru", weight: 2 }] } });
+  const homes = Array.from({ length: 8 }, (_, k) => {
+    const inp = input(`system prompt ${k} `.repeat(30));
+    const m = s.memo(inp);
+    const r = s.pick(inp, pool.replicas, m)!.replica;
+    s.routed(inp, r, m);
+    return r.id;
+  });
+  assert.deepEqual(homes, ["r0", "r1", "r2", "r3", "r0", "r1", "r2", "r3"]);
+  assert.equal(s.pick(input(`system prompt 5 `.repeat(30) + "more"), pool.replicas)!.replica.id, "r1");
 });
 
 test("a burst of one prefix to idle replicas is spread by in-flight counts (<= 50% to one)", () => {
@@ -38,9 +63,10 @@ test("a burst of one prefix to idle replicas is spread by in-flight counts (<= 5
   const counts = new Map<string, number>();
   for (let i = 0; i < 100; i++) {
     const inp = input("the same long system prompt ".repeat(20) + `user ${i}`);
-    const p = s.pick(inp, pool.replicas)!;
+    const m = s.memo(inp);
+    const p = s.pick(inp, pool.replicas, m)!;
     p.replica.inFlight++;
-    s.routed(inp, p.replica);
+    s.routed(inp, p.replica, m);
     counts.set(p.replica.id, (counts.get(p.replica.id) ?? 0) + 1);
   }
   assert.ok(Math.max(...counts.values()) <= 50, JSON.stringify([...counts]));
@@ -49,7 +75,7 @@ test("a burst of one prefix to idle replicas is spread by in-flight counts (<= 5
 test("prefix scores follow the index; the hot-spot guard drops a replica's affinity when it is far more loaded", () => {
   const { s, pool } = world({ scheduling: { scorers: [{ type: "prefix-cache", weight: 5, maxLoadGap: 3 }, { type: "in-flight", weight: 1 }] } });
   const inp = input("shared prefix ".repeat(40));
-  s.routed(inp, pool.replicas[2]!);
+  s.routed(inp, pool.replicas[2]!, s.memo(inp));
   assert.equal(s.pick(inp, pool.replicas)!.replica.id, "r2");
   pool.replicas[2]!.inFlight = 3;
   assert.notEqual(s.pick(inp, pool.replicas)!.replica.id, "r2");
