@@ -56,6 +56,7 @@ export class Scheduler {
   readonly approx: ApproxIndex;
   readonly precise = new PreciseIndex();
   private rr = 0;
+  private readonly sessionWeight: number;
   /** no-hit-lru: when each replica last got a cold request (a prompt no candidate had), by a counter. */
   private readonly lastCold = new Map<string, number>();
   private coldSeq = 0;
@@ -72,6 +73,7 @@ export class Scheduler {
     this.approxCfg = cfg.scheduling.scorers.find((s) => s.type === "prefix-cache");
     this.preciseCfg = cfg.scheduling.scorers.find((s) => s.type === "precise-prefix-cache");
     this.approx = new ApproxIndex(this.approxCfg?.capacityPerReplica ?? 100_000);
+    this.sessionWeight = cfg.scheduling.scorers.find((s) => s.type === "session-affinity")?.weight ?? 0;
   }
 
   private get blockChars(): number {
@@ -121,8 +123,13 @@ export class Scheduler {
     return input.tokens?.length ?? Math.ceil(input.info.text.length / 4);
   }
 
-  private filter(f: FilterConfig, cands: Replica[], memo: Hashes, now: number): Replica[] {
-    if (f.type === "saturation") return cands.filter((r) => !this.saturated(r, now));
+  private filter(f: FilterConfig, input: PickInput, cands: Replica[], memo: Hashes, now: number): Replica[] {
+    if (f.type === "saturation") {
+      // a session's own replica stays a candidate while it is loaded (queue, KV) but answering: moving the
+      // session would cost its whole cached context, waiting there a queue slot. Stale metrics still count.
+      const session = this.sessionWeight > 0 ? this.sessionTarget(input.info) : null;
+      return cands.filter((r) => (r.id === session && !this.pool.isStale(r, now)) || !this.saturated(r, now));
+    }
     // prefix-affinity: only the replicas with enough of the prompt, when there are any
     const th = f.threshold ?? 0.8;
     const keep = cands.filter((r) => this.prefixFraction(r, memo) >= th);
@@ -213,7 +220,7 @@ export class Scheduler {
     const now = Date.now();
     let c = cands;
     for (const f of this.cfg.scheduling.filters) {
-      c = this.filter(f, c, memo, now);
+      c = this.filter(f, input, c, memo, now);
       if (!c.length) return null;
     }
     const totals = c.map(() => 0);

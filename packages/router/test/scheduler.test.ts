@@ -115,6 +115,13 @@ test("session affinity: the token's replica while healthy; `user` by rendezvous 
   const { s, pool } = world();
   const tok = { "x-session-token": sessionToken("r1") };
   for (let i = 0; i < 20; i++) assert.equal(s.pick(input(`turn ${i}`, tok), pool.replicas)!.replica.id, "r1");
+  // loaded (queue at the saturation threshold) but answering: the session waits there; stale: it moves
+  pool.replicas[1]!.metrics!.waiting = 5;
+  assert.equal(s.pick(input("turn x", tok), pool.replicas)!.replica.id, "r1");
+  pool.replicas[1]!.metricsAt = Date.now() - 10_000;
+  assert.notEqual(s.pick(input("turn y", tok), pool.replicas)!.replica.id, "r1");
+  pool.replicas[1]!.metrics!.waiting = 0;
+  pool.replicas[1]!.metricsAt = Date.now();
   const users = Array.from({ length: 40 }, (_, i) => `user-${i}`);
   const home = users.map((u) => s.pick(input("hi", {}, { user: u }), pool.replicas)!.replica.id);
   assert.ok(new Set(home).size >= 3, "users spread over the replicas");
