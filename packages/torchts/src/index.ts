@@ -78,4 +78,4 @@ export { autocast } from "./amp/autocast.js";
 export * as webgpu from "./webgpu.js";
 export * as backends from "./backends.js";
 export * as distributed from "./distributed/index.js";
-export { exportApi as export, onnx } from "./export/index.js";
+export { exportApi as export, onnx, litert } from "./export/index.js";

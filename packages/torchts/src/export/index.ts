@@ -5,11 +5,13 @@ import { ExportError } from "./errors.js";
 import { exportProgram } from "./export.js";
 import { ExportedProgram } from "./program.js";
 import { onnxBytes, onnxExport } from "./onnx/index.js";
+import { convert, LiteRtModel } from "./litert/index.js";
 
 export type { DimOptions } from "./dims.js";
 export type { ExportOptions } from "./export.js";
 export type { GraphJSON } from "./graph.js";
 export type { OnnxExportOptions, OnnxExportResult } from "./onnx/index.js";
+export type { ConvertOptions, SignatureInfo } from "./litert/index.js";
 
 /** torch.export.save(program, path): one safetensors file (the graph is in its metadata). */
 async function save(ep: ExportedProgram, path: string): Promise<void> {
@@ -29,3 +31,6 @@ export { Dim, ExportedProgram, ExportError, exportProgram };
 
 /** torch.onnx: export(module, args, path, opts) writes an ONNX model; toBytes gives it in memory. */
 export const onnx = { export: onnxExport, toBytes: onnxBytes };
+
+/** torch.litert: convert(module, sampleArgs, opts) -> LiteRtModel (.tflite bytes, save(path)). */
+export const litert = { convert, LiteRtModel };
