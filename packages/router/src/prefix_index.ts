@@ -65,6 +65,7 @@ export class ApproxIndex {
 /** One event of a replica's GET /v1/kv_events stream (vLLM's KV events, as JSON). */
 export interface KvEvent {
   seq?: number;
+  ts?: unknown;
   type: string;
   block_hashes?: unknown;
   parent_block_hash?: unknown;
@@ -84,6 +85,14 @@ interface ReplicaBlocks {
 
 export class PreciseIndex {
   private readonly byReplica = new Map<string, ReplicaBlocks>();
+  /** How many replicas hold each block (a block nobody held before is a newly computed prefix). */
+  private readonly holders = new Map<string, number>();
+  /**
+   * When each replica last cached a prefix no replica had (a BlockStored of at least two blocks new to
+   * all), by the event's own timestamp: the no-hit-lru scorer's shared memory, the same on every router
+   * fed by the same streams, whichever router sent the cold request.
+   */
+  readonly coldAt = new Map<string, number>();
   lookups = 0;
   hits = 0;
 
@@ -101,19 +110,34 @@ export class PreciseIndex {
     const hashes = Array.isArray(e.block_hashes) ? e.block_hashes.filter((h): h is string => typeof h === "string") : [];
     if (e.type === "BlockStored") {
       if (Number.isInteger(e.block_size) && (e.block_size as number) > 0) r.blockSize = e.block_size as number;
+      let fresh = 0;
       for (const h of hashes) {
-        r.blocks.add(h);
+        if (!this.holders.has(h)) fresh++;
+        if (!r.blocks.has(h)) {
+          r.blocks.add(h);
+          this.holders.set(h, (this.holders.get(h) ?? 0) + 1);
+        }
         r.speculative.delete(h);
       }
+      if (fresh >= 2) this.coldAt.set(replica, typeof e.ts === "number" && Number.isFinite(e.ts) ? e.ts * 1000 : Date.now());
     } else if (e.type === "BlockRemoved") {
-      for (const h of hashes) r.blocks.delete(h);
+      for (const h of hashes) if (r.blocks.delete(h)) this.release(h);
     } else if (e.type === "AllBlocksCleared") {
+      for (const h of r.blocks) this.release(h);
       r.blocks.clear();
     }
   }
 
+  private release(h: string): void {
+    const n = (this.holders.get(h) ?? 1) - 1;
+    if (n > 0) this.holders.set(h, n);
+    else this.holders.delete(h);
+  }
+
   /** The stream (re)starts with a snapshot: forget what it said before. */
   clear(replica: string): void {
+    const r = this.byReplica.get(replica);
+    if (r) for (const h of r.blocks) this.release(h);
     this.byReplica.delete(replica);
   }
 

@@ -57,9 +57,9 @@ export class Scheduler {
   readonly precise = new PreciseIndex();
   private rr = 0;
   private readonly sessionWeight: number;
-  /** no-hit-lru: when each replica last got a cold request (a prompt no candidate had), by a counter. */
+  /** no-hit-lru: when (Date.now()) each replica last got a cold request (a prompt no candidate had) from this router. */
   private readonly lastCold = new Map<string, number>();
-  private coldSeq = 0;
+  private coldClock = 0;
   private readonly approxCfg: ScorerConfig | undefined;
   private readonly preciseCfg: ScorerConfig | undefined;
   /** Lookups and hits of the prefix indexes, in blocks (the router's hit-ratio metric). */
@@ -172,7 +172,9 @@ export class Scheduler {
         // "cold": no candidate holds a real part of it (a shared chat-template header is not a hit)
         memo.cold = cands.every((r) => this.prefixFraction(r, memo) < (s.coldThreshold ?? 0.25));
         if (!memo.cold || cands.length < 2) return cands.map(() => 0);
-        const order = cands.slice().sort((a, b) => (this.lastCold.get(a.id) ?? -1) - (this.lastCold.get(b.id) ?? -1) || a.index - b.index);
+        // recency: this router's own cold dispatches, or the KV events' record of any router's
+        const last = (r: Replica) => Math.max(this.lastCold.get(r.id) ?? -Infinity, this.precise.coldAt.get(r.id) ?? -Infinity);
+        const order = cands.slice().sort((a, b) => last(a) - last(b) || a.index - b.index);
         return cands.map((r) => 1 - order.indexOf(r) / (cands.length - 1));
       }
       case "queue": {
@@ -255,7 +257,8 @@ export class Scheduler {
 
   /** A request was sent to `r`: remember where its prompt now lives (`memo`: the one its pick used). */
   routed(input: PickInput, r: Replica, memo: Hashes): void {
-    if (memo.cold) this.lastCold.set(r.id, ++this.coldSeq);
+    // strictly increasing, so cold picks within one millisecond still keep their order
+    if (memo.cold) this.lastCold.set(r.id, (this.coldClock = Math.max(Date.now(), this.coldClock + 1e-3)));
     if (this.approxCfg) this.approx.record(r.id, memo.textBlocks(this.blockChars));
     if (this.preciseCfg) {
       const keys = memo.tokenBlocks(this.blockSize(r));

@@ -89,3 +89,43 @@ export async function metric(url: string, name: string, labels: Record<string, s
   }
   return sum;
 }
+
+export interface ChildRouter {
+  url: string;
+  child: ChildProcess;
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+  output(): string;
+}
+
+/** `torchts router --config FILE --port 0` as a child process; resolves once it listens. */
+export function spawnRouter(configFile: string, timeoutMs = 60_000): Promise<ChildRouter> {
+  const child = spawn(process.execPath, [BIN, "router", "--config", configFile, "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`router did not listen within ${timeoutMs} ms: ${out}`));
+    }, timeoutMs);
+    child.stdout!.on("data", () => {
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (!m) return;
+      clearTimeout(t);
+      resolve({
+        url: m[1]!.replace("localhost", "127.0.0.1"),
+        child,
+        output: () => out,
+        async kill(signal: NodeJS.Signals = "SIGKILL") {
+          if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+          return exited;
+        },
+      });
+    });
+    child.once("exit", (code) => {
+      clearTimeout(t);
+      reject(new Error(`router exited (${code}) before listening: ${out}`));
+    });
+  });
+}

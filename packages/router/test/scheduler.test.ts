@@ -85,7 +85,12 @@ test("the precise index from KV events: stored blocks score, removed ones stop s
   const { s, pool } = world({ tokenizer: { remote: true }, scheduling: { scorers: [{ type: "precise-prefix-cache", weight: 3, speculativeTtlMs: 0 }] } });
   const inp = input("x".repeat(100));
   const keys = HostKVTier.keys("", inp.tokens!, 16);
-  s.precise.apply("r3", { type: "BlockStored", block_hashes: keys, block_size: 16 });
+  s.precise.apply("r3", { type: "BlockStored", block_hashes: keys, block_size: 16, ts: 1000.5 });
+  // blocks nobody held: r3 just cached a new prefix (no-hit-lru's shared memory); the same blocks on r2 are not new
+  assert.equal(s.precise.coldAt.get("r3"), 1_000_500);
+  s.precise.apply("r2", { type: "BlockStored", block_hashes: keys.slice(0, 3), block_size: 16, ts: 2000 });
+  assert.equal(s.precise.coldAt.get("r2"), undefined);
+  s.precise.clear("r2");
   const p = s.pick(inp, pool.replicas)!;
   assert.equal(p.replica.id, "r3");
   assert.equal(p.ranked[0]!.scores["precise-prefix-cache"], 1);
