@@ -79,6 +79,9 @@ export class Node {
 
 /** The node that accumulates into a leaf's .grad. */
 export class AccumulateGrad extends Node {
+  // runs as soon as it is ready (PyTorch gives it the largest sequence number): post-accumulate
+  // hooks (DDP's all-reduces) then fire while the rest of backward still computes
+  override readonly seq = Number.MAX_SAFE_INTEGER;
   constructor(readonly variable: Tensor) {
     super("AccumulateGrad", [], [], () => [], [
       { shape: [...variable.shape], dtype: variable.dtype, device: variable.device },

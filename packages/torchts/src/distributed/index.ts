@@ -16,3 +16,5 @@ export {
   gather, scatter, send, recv, isend, irecv, barrier, monitoredBarrier,
 } from "./collectives.js";
 export { Work } from "./work.js";
+export { DistributedDataParallel, DEFAULT_FIRST_BUCKET_BYTES, type DistributedDataParallelOptions } from "./ddp.js";
+export { computeBucketAssignmentBySize } from "./ddp_buckets.js";

@@ -3,6 +3,7 @@
 export * as functional from "./functional.js";
 export * as init from "./init.js";
 export * as utils from "./utils.js";
+export * as parallel from "./parallel.js";
 export { Module, Parameter } from "./module.js";
 export type { RemovableHandle, ForwardHook, ForwardPreHook, StateDict, LoadResult } from "./module.js";
 export { Identity, Linear, Bilinear, Flatten, Unflatten } from "./layers/basic.js";
