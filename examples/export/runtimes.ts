@@ -1,22 +1,19 @@
 // Browser side: run a .tflite with LiteRT.js (@litertjs/core, XNNPACK on WebAssembly) and an
-// .onnx with onnxruntime-web. Tensors cross as { data, shape, dtype } of plain arrays so a test
+// .onnx with onnxruntime-web. Tensors cross as host_tensor.ts's { b64, shape, dtype }, so a test
 // can drive these through playwright's page.evaluate.
 import { loadLiteRt, loadAndCompile, Tensor as LiteRtTensor } from "@litertjs/core";
 import * as ort from "onnxruntime-web/wasm";
+import { decode, encode, type HostDtype, type HostTensor, type Typed } from "./host_tensor.js";
 
-export interface HostTensor {
-  data: number[];
-  shape: number[];
-  dtype: "float32" | "int32" | "int64" | "bool";
-}
-
-let liteRt: Promise<unknown> | null = null;
+export type { HostTensor };
 
 /** One run of a model: its inputs, and for a .tflite the signature to run (default: the first). */
 export interface Run {
   signature?: string;
   inputs: HostTensor[];
 }
+
+let liteRt: Promise<unknown> | null = null;
 
 /** Run a .tflite once per run (LiteRT.js: wasm accelerator); returns each run's outputs. */
 export async function runTflite(url: string, runs: Run[]): Promise<HostTensor[][]> {
@@ -26,12 +23,12 @@ export async function runTflite(url: string, runs: Run[]): Promise<HostTensor[][
   try {
     const results: HostTensor[][] = [];
     for (const { signature, inputs } of runs) {
-      const ins = inputs.map((t) => new LiteRtTensor(t.dtype === "float32" ? Float32Array.from(t.data) : Int32Array.from(t.data), t.shape));
+      const ins = inputs.map((t) => new LiteRtTensor(decode(t) as Float32Array | Int32Array, t.shape));
       const outs = signature ? await model.run(signature, ins) : await model.run(ins);
       results.push(
         outs.map((o) => {
-          const a = o.toTypedArray();
-          const r: HostTensor = { data: Array.from(a as ArrayLike<number>), shape: Array.from(o.type.layout.dimensions), dtype: a instanceof Float32Array ? "float32" : "int32" };
+          const a = o.toTypedArray() as Float32Array | Int32Array;
+          const r = encode(a, Array.from(o.type.layout.dimensions), a instanceof Float32Array ? "float32" : "int32");
           o.delete();
           return r;
         }),
@@ -53,18 +50,9 @@ export async function runOnnx(url: string, runs: Run[]): Promise<HostTensor[][]>
     const results: HostTensor[][] = [];
     for (const { inputs } of runs) {
       const feeds: Record<string, ort.Tensor> = {};
-      inputs.forEach((t, i) => {
-        const data = t.dtype === "int64" ? BigInt64Array.from(t.data.map((v) => BigInt(v))) : t.dtype === "int32" ? Int32Array.from(t.data) : Float32Array.from(t.data);
-        feeds[sess.inputNames[i]!] = new ort.Tensor(t.dtype === "bool" ? "bool" : t.dtype, data, t.shape);
-      });
+      inputs.forEach((t, i) => (feeds[sess.inputNames[i]!] = new ort.Tensor(t.dtype, decode(t), t.shape)));
       const out = await sess.run(feeds);
-      results.push(
-        sess.outputNames.map((n) => {
-          const o = out[n]!;
-          const data = o.type === "int64" ? Array.from(o.data as BigInt64Array, Number) : Array.from(o.data as Float32Array);
-          return { data, shape: [...o.dims], dtype: o.type === "int64" ? "int64" : "float32" } as HostTensor;
-        }),
-      );
+      results.push(sess.outputNames.map((n) => encode(out[n]!.data as Typed, out[n]!.dims, out[n]!.type as HostDtype)));
     }
     return results;
   } finally {

@@ -5,7 +5,8 @@ import type { Browser, Page } from "playwright-core";
 import * as torch from "../../src/index.js";
 import type { Tensor } from "../../src/index.js";
 import { serve } from "../../../../examples/export/build.js";
-import type { HostTensor, Run } from "../../../../examples/export/runtimes.js";
+import { decode, encode, type HostDtype, type HostTensor } from "../../../../examples/export/host_tensor.js";
+import type { Run } from "../../../../examples/export/runtimes.js";
 
 export const chromiumPath = process.env.TORCHTS_CHROMIUM ?? "/usr/bin/chromium";
 export const haveChromium = existsSync(chromiumPath);
@@ -20,13 +21,18 @@ export interface BrowserRuntimes {
   close(): Promise<void>;
 }
 
-export function toHost(t: Tensor, dtype?: HostTensor["dtype"]): HostTensor {
-  const d = dtype ?? (t.dtype === "float32" ? "float32" : t.dtype === "bool" ? "bool" : "int64");
-  return { data: Array.from(t.contiguous()._contiguousHost() as ArrayLike<number>), shape: [...t.shape], dtype: d };
+/** A torchts tensor as the page takes it (int64 as int32 for LiteRT, which has no int64 inputs). */
+export function toHost(t: Tensor, dtype?: HostDtype): HostTensor {
+  const d: HostDtype = dtype ?? (t.dtype === "float32" ? "float32" : t.dtype === "bool" ? "bool" : "int64");
+  const host = t.contiguous()._contiguousHost() as ArrayLike<number>;
+  const a = d === "float32" ? Float32Array.from(host) : d === "int32" ? Int32Array.from(host) : d === "int64" ? BigInt64Array.from(Array.from(host, (v) => BigInt(v))) : Uint8Array.from(host);
+  return encode(a, t.shape, d);
 }
 
 export function fromHost(h: HostTensor): Tensor {
-  return torch.tensor(h.data, { dtype: h.dtype === "float32" ? "float32" : "int64" }).reshape(h.shape);
+  const a = decode(h);
+  const data = a instanceof BigInt64Array ? Array.from(a, Number) : Array.from(a as ArrayLike<number>);
+  return torch.tensor(data, { dtype: h.dtype === "float32" ? "float32" : "int64" }).reshape(h.shape);
 }
 
 /** Start the page on a folder of models; close() stops the browser and the server. */

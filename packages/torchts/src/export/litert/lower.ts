@@ -24,11 +24,15 @@ export class ModelTables {
   readonly codes: number[] = [];
   private readonly codeIndex = new Map<number, number>();
 
-  buffer(bytes: Uint8Array): number {
+  /** A content key (length and FNV-1a of the bytes), to find equal buffers without comparing them all. */
+  static key(bytes: Uint8Array): string {
     let h = 2166136261;
-    const step = Math.max(1, Math.floor(bytes.length / 4096));
-    for (let i = 0; i < bytes.length; i += step) h = Math.imul(h ^ bytes[i]!, 16777619);
-    const key = `${bytes.length}:${h >>> 0}`;
+    for (let i = 0; i < bytes.length; i++) h = Math.imul(h ^ bytes[i]!, 16777619);
+    return `${bytes.length}:${h >>> 0}`;
+  }
+
+  buffer(bytes: Uint8Array): number {
+    const key = ModelTables.key(bytes);
     for (const i of this.byContent.get(key) ?? []) {
       const o = this.buffers[i]!;
       let same = true;
@@ -147,7 +151,7 @@ export class SubgraphLowering {
   private constHost(values: ArrayLike<number>, shape: number[], dtype: DType, name = "const"): number {
     const fd = fileDtype(dtype);
     const bytes = hostBytes(values, fd);
-    const key = `${fd}:${shape.join("x")}:${bytes.length <= 64 ? Array.from(values).join(",") : this.tables.buffer(bytes)}`;
+    const key = `${fd}:${shape.join("x")}:${bytes.length <= 64 ? Array.from(values).join(",") : ModelTables.key(bytes)}`;
     const hit = this.consts.get(key);
     if (hit !== undefined) return hit;
     const idx = this.storeConst(bytes, shape, fd, name, values);
@@ -393,7 +397,7 @@ export class SubgraphLowering {
   }
 
   private convTranspose(n: Node): number {
-    const [xa, wa, ba, sa, pa, opa, ga, da] = n.args as [{ v: number }, { v: number }, Arg, Arg, Arg, Arg, Arg, Arg];
+    const [xa, wa, ba, sa, pa, _opa, ga, da] = n.args as [{ v: number }, { v: number }, Arg, Arg, Arg, Arg, Arg, Arg];
     const w = this.folder.constant(wa.v);
     if (!w) throw this.fail("the convolution weight must be a constant (a parameter)");
     if (this.int(ga) !== 1) throw this.fail("grouped transposed convolution has no LiteRT mapping");
