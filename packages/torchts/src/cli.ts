@@ -7,6 +7,7 @@
 //   torchts logits --model DIR --input-ids 1,2,3 [--json]
 //   torchts serve --model DIR [--port 8000] ...   (the OpenAI-compatible server of @torchts/serve)
 //   torchts bench serve --base-url URL ...   (@torchts/serve's benchmark client, as vllm bench serve)
+//   torchts convert --model DIR --to tflite|onnx ...   (torch.export, then LiteRT or ONNX: src/export/cli.ts)
 import { parseArgs } from "node:util";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -24,6 +25,7 @@ const USAGE = `usage:
   torchts router --config router.yaml | --replica URL ... [--port P]   (torchts router --help)
   torchts run --nproc-per-node N [--nnodes N|MIN:MAX] [--max-restarts K] ... script.(ts|js) [args]   (torchts run --help)
   torchts bench serve --base-url URL [--num-prompts N] [--request-rate R] ...   (torchts bench serve --help)
+  torchts convert --model DIR|FILE --to tflite|onnx [--quantize int8|float16] [--out FILE]   (torchts convert --help)
 common: --mode strict|fused|compiled  --dtype float32|float16|bfloat16  sampling: --temperature --top-k --top-p --min-p --repetition-penalty --seed`;
 
 const OPTIONS = {
@@ -212,6 +214,7 @@ export async function main(argv: string[]): Promise<number> {
   if (cmd === "router") return cmdRouter(rest);
   if (cmd === "run") return (await import("./distributed/launcher/agent.js")).main(rest); // torchrun for torchts scripts
   if (cmd === "bench") return cmdServe(rest, "bench");
+  if (cmd === "convert") return (await import("./export/cli.js")).main(rest); // torch.export to .tflite / .onnx
   let v: Values;
   try {
     v = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: false }).values as Values;

@@ -87,7 +87,7 @@ export function exportProgram(target: Exportable, args: readonly unknown[], opts
   const base = traces[0]!;
   const dims: DimSpec[] = names.map((n) => {
     const sym = sizes.get(n)!.sym;
-    return { name: n, min: sym.min, max: sym.max, sources: uses.filter((u: DimUse) => u.sym.name === n).map((u) => ({ input: u.input, dim: u.dim })) };
+    return { name: n, min: sym.min, max: sym.max, sources: uses.filter((u: DimUse) => u.sym.name === n).map((u) => ({ input: u.input, dim: u.dim })), sample: sample.get(n)! };
   });
   const graph: GraphJSON = {
     version: 1,

@@ -86,6 +86,8 @@ export interface DimSpec {
   max: number;
   /** where the dim is read from at run time: the first user input (by input index) carrying it */
   sources: { input: number; dim: number }[];
+  /** the size it had in the sample arguments (converters writing static shapes default to it) */
+  sample?: number;
 }
 
 export interface GraphJSON {

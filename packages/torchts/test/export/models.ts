@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import * as torch from "../../src/index.js";
 import type { Tensor } from "../../src/index.js";
 import { AutoModelForCausalLM } from "../../src/transformers/index.js";
+import { CausalLMLogits } from "../../src/export/hf.js";
 import { GPT } from "../../../../examples/mingpt/model.js";
 import { UNet } from "../../../../examples/unet/model.js";
 
@@ -44,16 +45,6 @@ export async function mingpt(): Promise<Case> {
     pick: (r) => (r as { logits: Tensor }).logits,
     golden: { args: [x0], want: step0.logits_init_batch0! },
   };
-}
-
-/** An HF causal LM taking (input_ids, attention_mask) -> logits, as Hugging Face's ONNX exports do. */
-export class CausalLMLogits extends torch.nn.Module {
-  constructor(readonly lm: InstanceType<typeof torch.nn.Module>) {
-    super();
-  }
-  override forward(inputIds: Tensor, attentionMask: Tensor): Tensor {
-    return (this.lm as unknown as { forward(i: Tensor, o: object): { logits: Tensor } }).forward(inputIds, { attentionMask }).logits;
-  }
 }
 
 export async function hf(name: string): Promise<Case> {
