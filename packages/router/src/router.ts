@@ -271,7 +271,19 @@ export async function createRouter(cfg: RouterConfig, o: { logger?: boolean } = 
     }
   };
 
-  for (const path of COMPLETION_ROUTES) app.post(path, (req, reply) => completion(path, req, reply));
+  // requests being answered (close() waits for them, then drops the idle keep-alive connections)
+  let active = 0;
+  let closing = false;
+  for (const path of COMPLETION_ROUTES)
+    app.post(path, async (req, reply) => {
+      if (closing) return reject(reply, path, 503, "shutting-down", "the router is shutting down", "service_unavailable_error");
+      active++;
+      try {
+        await completion(path, req, reply);
+      } finally {
+        active--;
+      }
+    });
 
   /** Routes any replica can answer: the first healthy one (in configuration order), others on failure. */
   const passThrough = async (req: FastifyRequest, reply: FastifyReply) => {
@@ -299,7 +311,6 @@ export async function createRouter(cfg: RouterConfig, o: { logger?: boolean } = 
   app.post("/tokenize", passThrough);
   app.post("/detokenize", passThrough);
 
-  let closing = false;
   app.get("/health", async (_req, reply) => {
     const healthy = pool.replicas.filter((r) => r.healthy).length;
     const ok = !closing && decoders().length > 0;
@@ -339,6 +350,10 @@ export async function createRouter(cfg: RouterConfig, o: { logger?: boolean } = 
     async close() {
       closing = true;
       flow.close();
+      // let the requests in flight finish (bounded), then close every connection left (idle keep-alives)
+      const end = Date.now() + cfg.proxy.requestTimeoutMs;
+      while (active > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+      app.server.closeAllConnections();
       await app.close();
       kv?.stop();
       pool.stop();

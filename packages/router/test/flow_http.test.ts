@@ -1,0 +1,107 @@
+// Flow control end to end (a real `torchts serve` replica, the router over HTTP): two tenants backlogged,
+// one sending 10x the other's rate, the quieter gets >= 40% of dispatches; a full queue answers 429 with
+// the reason header; a queue timeout 503; priority < 0 is shed first once the replica is saturated; a
+// client that gives up while queued leaves the queue.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { metric, modelDir, spawnReplica, type ChildReplica } from "./replicas.js";
+import { post, sleep, startRouter, until } from "./router_helpers.js";
+import type { Dispatch } from "../src/index.js";
+
+let rep: ChildReplica;
+before(async () => {
+  rep = await spawnReplica(modelDir(), ["--max-num-seqs", "1"]);
+});
+after(async () => {
+  await rep?.kill();
+});
+
+const body = (maxTokens: number, extra: Record<string, unknown> = {}) => ({ model: "tiny", prompt: "flow control", max_tokens: maxTokens, temperature: 0, ignore_eos: true, ...extra });
+
+/** Start a request and return once the router has dispatched it (it holds the replica until `done`). */
+async function hold(url: string, maxTokens = 900) {
+  const ac = new AbortController();
+  const r = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body(maxTokens, { stream: true })), signal: ac.signal });
+  const reader = r.body!.getReader();
+  await reader.read();
+  return { stop: () => ac.abort() };
+}
+
+test("two tenants backlogged at a 10:1 rate: the quieter gets >= 40% of dispatches", { timeout: 60_000 }, async () => {
+  const rt = await startRouter([rep.url], { flowControl: { maxInFlightPerReplica: 1, maxQueued: 500 } });
+  const order: string[] = [];
+  rt.router.events.on("dispatch", (d: Dispatch) => order.push(d.tenant));
+  const ac = new AbortController();
+  const send = (tenant: string) =>
+    fetch(`${rt.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json", "x-gateway-inference-fairness-id": tenant }, body: JSON.stringify(body(64)), signal: ac.signal }).then(
+      (r) => r.text().then(() => r.status),
+      () => 0,
+    );
+  const pending: Promise<number>[] = [];
+  try {
+    // ten ticks: the loud tenant sends 10 requests a tick, the quiet one 1; the replica serves about half a request a tick
+    for (let tick = 0; tick < 10; tick++) {
+      for (let k = 0; k < 10; k++) pending.push(send("loud"));
+      pending.push(send("quiet"));
+      await sleep(100);
+    }
+    assert.ok(await until(() => order.filter((t) => t === "quiet").length === 10, 30_000), "all quiet requests dispatched");
+    const window = order.slice(0, order.lastIndexOf("quiet") + 1);
+    const quiet = window.filter((t) => t === "quiet").length;
+    assert.ok(quiet / window.length >= 0.4, `quiet got ${quiet} of ${window.length} dispatches while both were backlogged`);
+    // the loud tenant's remaining requests: their clients give up, and they leave the queue
+  } finally {
+    ac.abort();
+    await Promise.all(pending);
+    assert.ok(await until(() => rt.router.flow.depth === 0, 5000), "cancelled requests left the queue");
+    await rt.close();
+  }
+});
+
+test("a full queue answers 429 queue-full; waiting past the timeout answers 503 queue-timeout", { timeout: 60_000 }, async () => {
+  const rt = await startRouter([rep.url], { flowControl: { maxInFlightPerReplica: 1, maxQueued: 2, queueTimeoutMs: 400 } });
+  try {
+    const h = await hold(rt.url);
+    const queued = [post(`${rt.url}/v1/completions`, body(2)), post(`${rt.url}/v1/completions`, body(2))];
+    assert.ok(await until(() => rt.router.flow.depth === 2));
+    const full = await post(`${rt.url}/v1/completions`, body(2));
+    assert.equal(full.status, 429);
+    assert.equal(full.headers.get("x-llm-d-request-dropped-reason"), "queue-full");
+    assert.equal(full.headers.get("retry-after"), "1");
+    assert.equal(full.json().error.type, "rate_limit_error");
+    for (const q of await Promise.all(queued)) {
+      assert.equal(q.status, 503);
+      assert.equal(q.headers.get("x-llm-d-request-dropped-reason"), "queue-timeout");
+      assert.equal(q.json().error.code, 503);
+    }
+    h.stop();
+    const m = await (await fetch(`${rt.url}/metrics`)).text();
+    assert.match(m, /torchts_router_rejected_total\{reason="queue-full"\} 1/);
+    assert.match(m, /torchts_router_rejected_total\{reason="queue-timeout"\} 2/);
+  } finally {
+    await rt.close();
+  }
+});
+
+test("priority < 0 is shed while the replica is saturated; priority 0 waits and is served", { timeout: 60_000 }, async () => {
+  // saturated at one waiting request (GIE's detector with queueDepth 1)
+  const rt = await startRouter([rep.url], { flowControl: { saturation: { queueDepth: 1 } } });
+  try {
+    const a = await hold(rt.url);
+    const b = await hold(rt.url);
+    assert.ok(await until(() => rt.router.pool.replicas[0]!.metrics?.waiting === 1 && rt.router.scheduler.saturated(rt.router.pool.replicas[0]!), 10_000), "saturated");
+    const shed = await post(`${rt.url}/v1/completions`, body(2), { "x-torchts-priority": "-1" });
+    assert.equal(shed.status, 429);
+    assert.equal(shed.headers.get("x-llm-d-request-dropped-reason"), "saturated-sheddable");
+    const shedBody = await post(`${rt.url}/v1/completions`, body(2, { priority: -5 }));
+    assert.equal(shedBody.status, 429, "the body's priority counts too");
+    const normal = post(`${rt.url}/v1/completions`, body(2));
+    assert.ok(await until(() => rt.router.flow.depth === 1), "priority 0 waits in the router");
+    a.stop();
+    b.stop();
+    assert.equal((await normal).status, 200);
+    assert.ok(await until(async () => (await metric(rep.url, "vllm:num_requests_running")) === 0, 10_000));
+  } finally {
+    await rt.close();
+  }
+});
