@@ -23,6 +23,8 @@ const USAGE = `usage:
   torchts logits --model DIR --input-ids 1,2,3 [--json]
   torchts serve --model DIR [--host H] [--port P] [--api-key KEY] ...   (torchts serve --help)
   torchts router --config router.yaml | --replica URL ... [--port P]   (torchts router --help)
+  torchts train --config recipes/NAME.toml [--section.key value ...]   (torchts train --help)
+  torchts grpo --config recipes/grpo_arith.toml [--section.key value ...]   (torchts grpo --help)
   torchts run --nproc-per-node N [--nnodes N|MIN:MAX] [--max-restarts K] ... script.(ts|js) [args]   (torchts run --help)
   torchts bench serve --base-url URL [--num-prompts N] [--request-rate R] ...   (torchts bench serve --help)
   torchts convert --model DIR|FILE --to tflite|onnx [--quantize int8|float16] [--out FILE]   (torchts convert --help)
@@ -208,10 +210,29 @@ async function cmdRouter(argv: string[]): Promise<number> {
   return router.main(argv);
 }
 
+// `train` and `grpo` live in @torchts/train, imported the same way.
+const TRAIN_CLI: string = "@torchts/train/cli";
+
+async function cmdTrain(cmd: "train" | "grpo", argv: string[]): Promise<number> {
+  let train: Record<"train" | "grpo", (argv: string[]) => Promise<number>>;
+  try {
+    train = (await import(TRAIN_CLI)) as typeof train;
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    if ((err.code === "ERR_MODULE_NOT_FOUND" || err.code === "MODULE_NOT_FOUND") && err.message.includes("@torchts/train")) {
+      process.stderr.write(`torchts ${cmd}: the @torchts/train package is not installed (in the repository: npm ci; elsewhere: npm install @torchts/train)\n`);
+      return 1;
+    }
+    throw e;
+  }
+  return train[cmd](argv);
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd === "serve") return cmdServe(rest);
   if (cmd === "router") return cmdRouter(rest);
+  if (cmd === "train" || cmd === "grpo") return cmdTrain(cmd, rest);
   if (cmd === "run") return (await import("./distributed/launcher/agent.js")).main(rest); // torchrun for torchts scripts
   if (cmd === "bench") return cmdServe(rest, "bench");
   if (cmd === "convert") return (await import("./export/cli.js")).main(rest); // torch.export to .tflite / .onnx

@@ -1,0 +1,54 @@
+// A locally generated arithmetic word-problem set in GSM8K's format: a question, a worked solution whose
+// last line is "#### <answer>", and the answer. Seeded (its own PRNG): the same seed gives the same set.
+
+export interface Problem {
+  question: string;
+  /** The worked solution, ending in "#### <answer>". */
+  solution: string;
+  /** The ground truth as the scorer compares it (digits, optional minus). */
+  answer: string;
+}
+
+/** mulberry32: a small, fast, seeded 32-bit PRNG (uniform in [0, 1)). */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const NAMES = ["Tom", "Ann", "Sam", "Mia", "Ben", "Eva", "Leo", "Ivy"];
+const THINGS = ["apples", "pens", "coins", "books", "cards", "shells"];
+
+type Template = { op: "+" | "-"; text: (n: string, x: string, a: number, b: number) => string };
+const TEMPLATES: Template[] = [
+  { op: "+", text: (n, x, a, b) => `${n} has ${a} ${x} and gets ${b} more. How many ${x} does ${n} have?` },
+  { op: "+", text: (n, x, a, b) => `${n} buys ${a} ${x}, then ${b} more. How many ${x} in all?` },
+  { op: "-", text: (n, x, a, b) => `${n} has ${a} ${x} and gives away ${b}. How many ${x} are left?` },
+  { op: "-", text: (n, x, a, b) => `${n} had ${a} ${x} and lost ${b}. How many ${x} now?` },
+];
+
+/** `count` problems with operands in [0, maxOperand] (subtraction never goes below zero). */
+export function arithmeticProblems(count: number, seed: number, maxOperand = 9): Problem[] {
+  const rnd = mulberry32(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+  const out: Problem[] = [];
+  for (let i = 0; i < count; i++) {
+    const t = pick(TEMPLATES);
+    let a = Math.floor(rnd() * (maxOperand + 1));
+    let b = Math.floor(rnd() * (maxOperand + 1));
+    if (t.op === "-" && b > a) [a, b] = [b, a];
+    const c = t.op === "+" ? a + b : a - b;
+    out.push({ question: t.text(pick(NAMES), pick(THINGS), a, b), solution: `${a} ${t.op} ${b} = ${c}\n#### ${c}`, answer: String(c) });
+  }
+  return out;
+}
+
+/** The prompt the model completes: the question, then "Answer:". */
+export function promptOf(p: Problem): string {
+  return `Question: ${p.question}\nAnswer: `;
+}

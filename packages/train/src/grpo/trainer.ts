@@ -1,0 +1,288 @@
+// `torchts grpo`: VeRL's GRPO loop on a generated arithmetic task. A tiny model first learns the answer
+// format by SFT on worked solutions (briefly: it answers some problems right, not most); then each step
+//   1. the sampler (the serve engine) draws n responses for each of train_batch_size prompts;
+//   2. the GSM8K scorer rewards each response (1 when its "#### <n>" is the answer);
+//   3. advantages are normalized within each prompt's group;
+//   4. log-probs of the responses under the current policy (old) and the frozen SFT model (reference);
+//   5. for each mini-batch (ppo_epochs passes): PPO's clipped ratio with dual clip + k3 KL, token-mean,
+//      one AdamW step; 6. the new weights go to the sampler.
+// Metrics per step (mean reward, accuracy, KL, clip fraction, response length) go to JSONL and a PNG.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import * as torch from "torchts";
+import type { Tensor } from "torchts";
+import type { PreTrainedTokenizer } from "torchts/transformers";
+import { buildConfig, createModel, hfConfigFor, initWeights, type CausalLM } from "../model/build.js";
+import { loadTokenizer } from "../trainer.js";
+import { wsdScheduler } from "../lr.js";
+import { lastPerStep, metricsPlotPng } from "../metrics/plot.js";
+import { arithmeticProblems, mulberry32, promptOf, type Problem } from "./arith.js";
+import type { GrpoConfig } from "./config.js";
+import { aggLoss, entropyFromLogits, grpoAdvantages, klPenalty, maskedMean, policyLoss, tokenLogProbs } from "./core_algos.js";
+import { gsm8kScore } from "./reward.js";
+import { Sampler } from "./rollout.js";
+
+export interface GrpoResult {
+  /** One record per logged GRPO step. */
+  records: Record<string, unknown>[];
+  /** SFT loss at the end of the warm start. */
+  sftLoss: number | null;
+  /** Every GRPO step's mean reward, in order. */
+  rewards: number[];
+}
+
+const yieldToEventLoop = () => new Promise<void>((r) => setImmediate(r));
+
+/** A seeded endless stream of problem indices (a new shuffle per pass). */
+function problemOrder(n: number, seed: number): () => number {
+  const rnd = mulberry32(seed);
+  let perm: number[] = [];
+  return () => {
+    if (!perm.length) {
+      perm = Array.from({ length: n }, (_, i) => i);
+      for (let i = n - 1; i > 0; i--) {
+        const j = Math.floor(rnd() * (i + 1));
+        [perm[i], perm[j]] = [perm[j]!, perm[i]!];
+      }
+    }
+    return perm.pop()!;
+  };
+}
+
+interface Encoded {
+  prompt: number[];
+  solution: number[];
+}
+
+/** SFT: next-token loss on the solution (and its eos), the prompt masked out; rows right-padded to `len`. */
+function sftBatch(rows: Encoded[], len: number, pad: number, eos: number | null): { x: Tensor; y: Tensor } {
+  const x = new Int32Array(rows.length * len).fill(pad);
+  const y = new Int32Array(rows.length * len).fill(-100);
+  rows.forEach((r, b) => {
+    const seq = [...r.prompt, ...r.solution, ...(eos !== null ? [eos] : [])].slice(0, len + 1);
+    for (let t = 0; t + 1 < seq.length; t++) {
+      x[b * len + t] = seq[t]!;
+      if (t + 1 >= r.prompt.length) y[b * len + t] = seq[t + 1]!; // predicting a solution token
+    }
+  });
+  return { x: torch.tensor(x, { dtype: "int32" }).to("int64").reshape(rows.length, len), y: torch.tensor(y, { dtype: "int32" }).to("int64").reshape(rows.length, len) };
+}
+
+interface RolloutBatch {
+  /** [bs, P + R]: prompts left-padded to P, responses from column P, right-padded to R. */
+  input: Tensor;
+  attentionMask: Tensor;
+  /** [bs, R] the response tokens and their mask. */
+  responses: Tensor;
+  responseMask: Tensor;
+}
+
+function rolloutBatch(prompts: number[][], rows: { group: number; tokens: number[] }[], P: number, R: number, pad: number): RolloutBatch {
+  const bs = rows.length;
+  const input = new Int32Array(bs * (P + R)).fill(pad);
+  const am = new Int32Array(bs * (P + R));
+  const resp = new Int32Array(bs * R).fill(pad);
+  const rm = new Float32Array(bs * R);
+  rows.forEach((r, b) => {
+    const p = prompts[r.group]!;
+    const o = b * (P + R);
+    p.forEach((tok, i) => {
+      input[o + P - p.length + i] = tok;
+      am[o + P - p.length + i] = 1;
+    });
+    r.tokens.slice(0, R).forEach((tok, i) => {
+      input[o + P + i] = tok;
+      am[o + P + i] = 1;
+      resp[b * R + i] = tok;
+      rm[b * R + i] = 1;
+    });
+  });
+  const i64 = (a: Int32Array, cols: number) => torch.tensor(a, { dtype: "int32" }).to("int64").reshape(bs, cols);
+  return { input: i64(input, P + R), attentionMask: i64(am, P + R), responses: i64(resp, R), responseMask: torch.tensor(rm).reshape(bs, R) };
+}
+
+/** Log-probs [bs, R] of the response tokens, and the logits at their positions. */
+function responseLogProbs(model: CausalLM, b: RolloutBatch, P: number, R: number): { logp: Tensor; logits: Tensor } {
+  const logits = model.forward(b.input, { attentionMask: b.attentionMask }).logits.narrow(1, P - 1, R); // position t predicts t + 1
+  return { logp: tokenLogProbs(logits, b.responses), logits };
+}
+
+function rowsOf(b: RolloutBatch, idx: number[]): RolloutBatch {
+  const ix = torch.tensor(idx, { dtype: "int64" });
+  return { input: b.input.indexSelect(0, ix), attentionMask: b.attentionMask.indexSelect(0, ix), responses: b.responses.indexSelect(0, ix), responseMask: b.responseMask.indexSelect(0, ix) };
+}
+
+async function saveModelFolder(model: CausalLM, hf: Record<string, unknown>, tok: PreTrainedTokenizer, dir: string): Promise<void> {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "config.json"), `${JSON.stringify({ ...hf, torch_dtype: "float32" }, null, 2)}\n`);
+  const tensors: Record<string, Tensor> = {};
+  for (const [k, v] of model.stateDict()) if (!(model.config.tieWordEmbeddings && k === "lm_head.weight")) tensors[k] = v.contiguous();
+  await torch.safetensors.saveFile(tensors, join(dir, "model.safetensors"), { format: "pt" });
+  writeFileSync(join(dir, "tokenizer.json"), `${JSON.stringify(tok.tokenizerJson)}\n`);
+  writeFileSync(join(dir, "tokenizer_config.json"), `${JSON.stringify(tok.config, null, 1)}\n`);
+}
+
+export async function runGrpo(c: GrpoConfig, o: { out?: (line: string) => void } = {}): Promise<GrpoResult> {
+  const print = o.out ?? ((l: string) => process.stdout.write(`${l}\n`));
+  const device = c.training.device;
+  const seed = c.training.seed;
+  torch.setEagerMode("strict");
+  if (c.job.description) print(c.job.description);
+  const tok = await loadTokenizer(c.model.hf_assets_path);
+  const hf = hfConfigFor(c.model.name, c.model.flavor, c.model.hf_assets_path);
+  const cfg = buildConfig(hf);
+  const pad = tok.eosTokenId ?? 0;
+  const eos = tok.eosTokenId;
+  const problems: Problem[] = arithmeticProblems(c.data.train_size, c.data.seed, c.data.max_operand);
+  const encoded: Encoded[] = problems.map((p) => ({ prompt: tok.encode(promptOf(p), { addSpecialTokens: false }), solution: tok.encode(p.solution, { addSpecialTokens: false }) }));
+  const P = Math.max(...encoded.map((e) => e.prompt.length));
+  const R = c.rollout.max_response_length;
+  if (P + R > cfg.maxPositionEmbeddings) throw new RangeError(`prompt (${P}) + max_response_length (${R}) exceed the model's max_position_embeddings (${cfg.maxPositionEmbeddings})`);
+
+  torch.manualSeed(seed);
+  const policy = createModel(cfg, device);
+  initWeights(policy, seed);
+  const nParams = [...policy.parameters()].reduce((s, p) => s + p.numel(), 0);
+  print(`model ${c.model.name} ${c.model.flavor}: ${nParams.toLocaleString("en-US")} parameters; ${problems.length} problems, prompts up to ${P} tokens, responses up to ${R}`);
+
+  // ---- SFT warm start ----
+  let sftLoss: number | null = null;
+  if (c.sft.steps > 0) {
+    const sftLen = Math.max(...encoded.map((e) => e.prompt.length + e.solution.length));
+    const opt = new torch.optim.AdamW([...policy.parameters()], { lr: c.sft.lr, betas: [0.9, 0.95], weightDecay: 0.1 });
+    const sched = wsdScheduler(opt, { steps: c.sft.steps, warmupSteps: Math.min(c.sft.warmup_steps, c.sft.steps), decayRatio: 0.3, decayType: "cosine", minLrFactor: 0.1 });
+    const next = problemOrder(problems.length, seed + 1);
+    const F = torch.nn.functional;
+    const sftStep = torch.compile(
+      (x: Tensor, y: Tensor) => {
+        const logits = policy.forward(x).logits;
+        const loss = F.crossEntropy(logits.view(-1, cfg.vocabSize), y.view(-1), { ignoreIndex: -100 });
+        opt.zeroGrad({ setToNone: true });
+        loss.backward();
+        torch.nn.utils.clipGradNorm_([...policy.parameters()], 1.0);
+        opt.step();
+        return loss;
+      },
+      { modules: [policy], name: "sft_step" },
+    );
+    const t0 = performance.now();
+    for (let s = 1; s <= c.sft.steps; s++) {
+      const rows = Array.from({ length: c.sft.batch_size }, () => encoded[next()]!);
+      const { x, y } = sftBatch(rows, sftLen, pad, eos);
+      sftLoss = await sftStep(x.to(device), y.to(device)).item();
+      sched.step();
+      if (s % 20 === 0 || s === c.sft.steps) print(`sft step ${String(s).padStart(4)}  loss: ${sftLoss.toFixed(4)}  (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+      await yieldToEventLoop();
+    }
+  }
+
+  // ---- GRPO ----
+  const g = c.grpo;
+  const ref = createModel(cfg, device);
+  torch.noGrad(() => ref.loadStateDict(policy.stateDict()));
+  const sampler = new Sampler(createModel(cfg, device), tok, { maxNumSeqs: g.ppo_mini_batch_size * c.rollout.n * (g.train_batch_size / g.ppo_mini_batch_size), maxModelLen: P + R + 1 });
+  sampler.syncWeights(policy);
+  const opt = new torch.optim.AdamW([...policy.parameters()], { lr: g.lr, betas: [0.9, 0.999], weightDecay: g.weight_decay });
+  const next = problemOrder(problems.length, seed + 2);
+  const n = c.rollout.n;
+  const records: Record<string, unknown>[] = [];
+  const rewards: number[] = [];
+  const jsonl = c.metrics.enable_jsonl ? join(c.job.dump_folder, "metrics.jsonl") : null;
+  if (jsonl) {
+    mkdirSync(c.job.dump_folder, { recursive: true });
+    writeFileSync(jsonl, "");
+  }
+  const { appendFileSync } = await import("node:fs");
+  const maxNorm = g.max_norm > 0 ? g.max_norm : Infinity;
+  try {
+    for (let step = 1; step <= g.steps; step++) {
+      const t0 = performance.now();
+      const batch = Array.from({ length: g.train_batch_size }, () => next());
+      const prompts = batch.map((i) => encoded[i]!.prompt);
+      const rolls = await sampler.generate(prompts, n, { temperature: c.rollout.temperature, topP: c.rollout.top_p, maxTokens: R, seed: seed * 1_000_003 + step * 10_007 });
+      const tRollout = (performance.now() - t0) / 1000;
+      const scores = rolls.map((r) => gsm8kScore(tok.decode(r.tokens, { skipSpecialTokens: true }), problems[batch[r.group]!]!.answer));
+      const rb = rolloutBatch(prompts, rolls, P, R, pad);
+      const scoreT = torch.tensor(scores, { dtype: "float32" });
+      const adv = grpoAdvantages(scoreT, rolls.map((r) => r.group), rb.responseMask, { normByStd: g.norm_adv_by_std_in_grpo });
+      const [oldLogp, refLogp] = torch.noGrad(() => [responseLogProbs(policy, rb, P, R).logp, responseLogProbs(ref, rb, P, R).logp]);
+      const stats = { pgLoss: 0, kl: 0, clipfrac: 0, clipfracLower: 0, ppoKl: 0, gradNorm: 0, entropy: 0, updates: 0 };
+      const perMini = g.ppo_mini_batch_size * n;
+      for (let epoch = 0; epoch < g.ppo_epochs; epoch++) {
+        for (let m0 = 0; m0 < rolls.length; m0 += perMini) {
+          const idx = Array.from({ length: perMini }, (_, i) => m0 + i);
+          const ix = torch.tensor(idx, { dtype: "int64" });
+          const mb = rowsOf(rb, idx);
+          const mask = mb.responseMask;
+          const { logp, logits } = responseLogProbs(policy, mb, P, R);
+          const pl = policyLoss(oldLogp.indexSelect(0, ix), logp, adv.indexSelect(0, ix), mask, {
+            clipRatioLow: g.clip_ratio_low, clipRatioHigh: g.clip_ratio_high, clipRatioC: g.clip_ratio_c, lossAggMode: g.loss_agg_mode,
+          });
+          let loss = pl.pgLoss;
+          const kl = aggLoss(klPenalty(logp, refLogp.indexSelect(0, ix), g.kl_loss_type), mask, g.loss_agg_mode);
+          if (g.use_kl_loss) loss = loss.add(kl.mul(g.kl_loss_coef));
+          let ent: Tensor | null = null;
+          if (g.entropy_coeff > 0) {
+            ent = aggLoss(entropyFromLogits(logits), mask, g.loss_agg_mode);
+            loss = loss.sub(ent.mul(g.entropy_coeff));
+          }
+          opt.zeroGrad({ setToNone: true });
+          loss.backward();
+          const gn = torch.nn.utils.clipGradNorm_([...policy.parameters()], maxNorm);
+          opt.step();
+          stats.pgLoss += await pl.pgLoss.item();
+          stats.kl += await kl.item();
+          stats.clipfrac += await pl.pgClipfrac.item();
+          stats.clipfracLower += await pl.pgClipfracLower.item();
+          stats.ppoKl += await pl.ppoKl.item();
+          stats.gradNorm += await gn.item();
+          if (ent) stats.entropy += await ent.item();
+          stats.updates++;
+        }
+      }
+      sampler.syncWeights(policy);
+      const meanReward = scores.reduce((a, b) => a + b, 0) / scores.length;
+      rewards.push(meanReward);
+      const u = stats.updates;
+      const rec: Record<string, unknown> = {
+        step,
+        "critic/score/mean": meanReward,
+        accuracy: scores.filter((s) => s === 1).length / scores.length,
+        "actor/kl_loss": stats.kl / u,
+        "actor/pg_clipfrac": stats.clipfrac / u,
+        "actor/pg_clipfrac_lower": stats.clipfracLower / u,
+        "actor/ppo_kl": stats.ppoKl / u,
+        "actor/pg_loss": stats.pgLoss / u,
+        "actor/grad_norm": stats.gradNorm / u,
+        ...(g.entropy_coeff > 0 ? { "actor/entropy": stats.entropy / u } : {}),
+        "response_length/mean": await maskedMean(rb.responseMask.sum(-1), torch.onesLike(scoreT)).item(),
+        "timing_s/gen": tRollout,
+        "timing_s/step": (performance.now() - t0) / 1000,
+      };
+      if (step % c.metrics.log_freq === 0 || step === g.steps) {
+        records.push(rec);
+        if (jsonl) appendFileSync(jsonl, `${JSON.stringify(rec)}\n`);
+        print(
+          `grpo step ${String(step).padStart(4)}  reward: ${meanReward.toFixed(3)}  kl: ${(stats.kl / u).toFixed(5)}  clipfrac: ${(stats.clipfrac / u).toFixed(3)}  ` +
+            `len: ${(rec["response_length/mean"] as number).toFixed(1)}  gen: ${tRollout.toFixed(2)} s  step: ${(rec["timing_s/step"] as number).toFixed(2)} s`,
+        );
+      }
+      await yieldToEventLoop();
+    }
+  } finally {
+    await sampler.close();
+  }
+  if (c.metrics.enable_plot) {
+    mkdirSync(c.job.dump_folder, { recursive: true });
+    const png = await metricsPlotPng(`GRPO on arithmetic: ${c.model.name} ${c.model.flavor}`, lastPerStep(records), [
+      { title: "mean reward", key: "critic/score/mean" },
+      { title: "accuracy", key: "accuracy" },
+      { title: "KL to reference (k3)", key: "actor/kl_loss" },
+      { title: "clip fraction", key: "actor/pg_clipfrac" },
+      { title: "response length (tokens)", key: "response_length/mean" },
+    ]);
+    writeFileSync(join(c.job.dump_folder, "metrics.png"), png);
+  }
+  await saveModelFolder(policy, hf, tok, join(c.job.dump_folder, "model"));
+  return { records, sftLoss, rewards };
+}

@@ -1,0 +1,17 @@
+// The device's measured matmul peak, for MFU when the config gives none: the best FLOP/s of a few
+// square matmuls in the training dtype (2 n^3 FLOPs each: one fused multiply-add per inner-product term).
+import * as torch from "torchts";
+
+export async function measurePeakFlops(device = "cpu", dtype: torch.DType = "float32", n = 512, reps = 5): Promise<number> {
+  const a = torch.randn([n, n], { generator: new torch.Generator().manualSeed(1) }).to(device).to(dtype);
+  const b = torch.randn([n, n], { generator: new torch.Generator().manualSeed(2) }).to(device).to(dtype);
+  await torch.noGrad(() => a.matmul(b)).sum().item(); // warm the kernel
+  let best = Infinity;
+  for (let i = 0; i < reps; i++) {
+    const t = performance.now();
+    const c = torch.noGrad(() => a.matmul(b));
+    await c.narrow(0, 0, 1).narrow(1, 0, 1).item(); // wait for the product
+    best = Math.min(best, performance.now() - t);
+  }
+  return (2 * n ** 3) / (best / 1000);
+}
