@@ -25,7 +25,7 @@ const jobs: Job[] = [
   // issue 18's small GPT step, torchts strict/fused/compiled and PyTorch eager interleaved in one process tree
   { file: "small_step.ts", dir: "small_step", timeoutS: 300 },
   // issue 13's serving benchmark: torchts serve vs llama.cpp (node-llama-cpp in bench/transformers), 2 threads each
-  { file: "serve.ts", dir: "serve", timeoutS: quick ? 420 : 1200 },
+  { file: "serve.ts", dir: "serve", args: write ? [] : ["--no-write"], timeoutS: quick ? 420 : 1200 },
   { file: "torchts.ts", timeoutS: 600 },
   { file: "torchts.ts", env: { TORCHTS_CPU_BACKEND: "js" }, timeoutS: 600 },
   { file: "ort.ts", timeoutS: 300 },

@@ -3,7 +3,7 @@
 //  2. the ~100M Llama through `torchts serve` at 1, 4, 16 against llama.cpp with 1, 4, 16 sequences
 //     on the same weights (GGUF f32), the same token-id prompts and output length, greedy;
 //  3. one request's E2E latency through the HTTP server against in-process model.generate();
-//  4. prefix-cache TTFT (a 1,500-token prompt twice) and HiCache (evicted to the host tier, loaded back).
+//  4. prefix-cache TTFT (1,500-token prompts, each sent twice) and HiCache (evicted to the host tier, loaded back).
 // Progress goes to stderr; the tables and ROW lines (bench/run.ts) to stdout; bench/serve/RESULTS.md,
 // bench/serve/throughput.png and a section of bench/RESULTS.md are written unless --no-write.
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -49,7 +49,7 @@ const tmp = mkdtempSync(join(tmpdir(), "torchts-bench-serve-"));
 const tmpDirs = [tmp];
 // the 1-minute load average every 5 s: other sessions share the two cores, and the report says how much
 const loads: number[] = [];
-const sampler = setInterval(() => loads.push(loadavg()[0]!), 5000);
+const sampler = setInterval(() => loads.push(loadavg()[0]!), 5000).unref();
 
 /** benchServe at one concurrency level: the random dataset of seed 0 (every level's prompts are the first n of one list). */
 async function serveRun(server: TorchtsServer, model: string, tokenizer: PreTrainedTokenizer, label: string, concurrency: number, numPrompts: number): Promise<ServeRun> {

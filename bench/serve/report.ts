@@ -172,7 +172,7 @@ function rows(R: Results): void {
 }
 
 /** Throughput against concurrency: the ~100M Llama's two peers, and the tiny model's server. */
-async function plot(R: Results): Promise<Uint8Array> {
+export async function throughputPlotPng(R: Results): Promise<Uint8Array> {
   const echarts = await import("echarts");
   const { Resvg } = await import("@resvg/resvg-js");
   const chart = echarts.init(null, null, { renderer: "svg", ssr: true, width: 1000, height: 480 });
@@ -183,11 +183,11 @@ async function plot(R: Results): Promise<Uint8Array> {
     textStyle: { fontFamily: "sans-serif" },
     title: [
       { text: "Output token throughput vs max concurrency", left: "center", top: 8, textStyle: { fontSize: 18 } },
-      { text: `~100M Llama: torchts serve vs llama.cpp (${R.threads} threads each)`, left: "5%", top: 50, textStyle: { fontSize: 13 } },
-      { text: "tiny test model: torchts serve", left: "57%", top: 50, textStyle: { fontSize: 13 } },
+      { text: `~100M Llama: torchts serve vs llama.cpp (${R.threads} threads each)`, left: "5%", top: 44, textStyle: { fontSize: 13 } },
+      { text: "tiny test model: torchts serve", left: "57%", top: 44, textStyle: { fontSize: 13 } },
     ],
-    legend: { top: 440, data: ["torchts serve (100M)", "llama.cpp (100M)", "torchts serve (tiny)"] },
-    grid: [{ left: "5%", top: 90, width: "40%", height: 300, containLabel: true }, { left: "57%", top: 90, width: "38%", height: 300, containLabel: true }],
+    legend: { top: 444, left: "center", itemGap: 48, data: ["torchts serve (100M)", "llama.cpp (100M)", "torchts serve (tiny)"] },
+    grid: [{ left: "5%", top: 100, width: "40%", height: 290, containLabel: true }, { left: "57%", top: 100, width: "38%", height: 290, containLabel: true }],
     xAxis: [
       { type: "category", gridIndex: 0, name: "concurrency", nameLocation: "middle", nameGap: 28, data: levels.map(String) },
       { type: "category", gridIndex: 1, name: "concurrency", nameLocation: "middle", nameGap: 28, data: R.tiny.map((r) => String(r.concurrency)) },
@@ -226,6 +226,6 @@ export async function writeReports(R: Results, write: boolean): Promise<void> {
   if (!write) return;
   writeFileSync(OWN, `# Serving benchmark: torchts serve vs llama.cpp (issue 13)\n\n${section}\n\n![output throughput vs concurrency](throughput.png)\n`);
   updateShared(`${section}\n\nPlot: [bench/serve/throughput.png](serve/throughput.png).`);
-  writeFileSync(PNG, await plot(R));
+  writeFileSync(PNG, await throughputPlotPng(R));
   process.stderr.write(`serve bench: wrote ${OWN}, ${PNG} and the "${HEADING.slice(3)}" section of ${SHARED}\n`);
 }
