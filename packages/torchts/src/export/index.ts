@@ -4,6 +4,7 @@ import { Dim, DimSym } from "./dims.js";
 import { ExportError } from "./errors.js";
 import { exportProgram } from "./export.js";
 import { ExportedProgram } from "./program.js";
+import { CausalLMLogits } from "./hf.js";
 import { onnxBytes, onnxExport } from "./onnx/index.js";
 import { convert, LiteRtModel } from "./litert/index.js";
 
@@ -26,7 +27,7 @@ async function load(path: string): Promise<ExportedProgram> {
   return ExportedProgram.deserialize(new Uint8Array(await readFile(path)), path);
 }
 
-export const exportApi = { export: exportProgram, save, load, Dim, DimSym, ExportedProgram, ExportError };
+export const exportApi = { export: exportProgram, save, load, Dim, DimSym, ExportedProgram, ExportError, CausalLMLogits };
 export { Dim, ExportedProgram, ExportError, exportProgram };
 
 /** torch.onnx: export(module, args, path, opts) writes an ONNX model; toBytes gives it in memory. */

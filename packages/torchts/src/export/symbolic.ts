@@ -123,6 +123,12 @@ export function merge(set: TraceSet): Merged {
     if (!sameJSON(tr.outputTemplate, base.outputTemplate)) throw new ExportError(`torch.export: the forward returns a different structure ${at()}`);
     if (!sameJSON(tr.outputs, base.outputs)) throw new ExportError(`torch.export: the forward returns other values ${at()}`);
   }
+  // a lifted constant whose shape moves with the sizes was built on the host from them
+  for (const inp of base.inputs) {
+    if (inp.kind !== "constant") continue;
+    const shapes = set.traces.map((tr) => tr.values[inp.value]!.shape.join(","));
+    if (shapes.some((x) => x !== shapes[0])) throw constantError(base, inp.value);
+  }
   const nodes = base.nodes.map((nd, k) => ({
     ...nd,
     args: nd.args.map((_, i) => mergeArg(set.traces.map((tr) => tr.nodes[k]!.args[i]!), set, `${nd.op} (node ${k}, argument ${i}, from ${nd.site})`)),
@@ -141,16 +147,19 @@ export function merge(set: TraceSet): Merged {
   return { nodes, shapes };
 }
 
+function constantError(base: RawTrace, v: number): ExportError {
+  return new ExportError(
+    `torch.export: a tensor used by ${base.constantSites.get(v)} was not made by a traced op and changes with the input sizes or values; build it from the inputs with tensor ops (or pass it as an input)`,
+  );
+}
+
 /** Lifted constants must be the same tensor in every trace (else they depend on the inputs). */
 export function checkConstants(set: TraceSet): void {
   const base = set.traces[0]!;
   for (const inp of base.inputs) {
     if (inp.kind !== "constant") continue;
     for (const tr of set.traces.slice(1)) {
-      if (!(sameData(base.placeholders.get(inp.value)!, tr.placeholders.get(inp.value)!)))
-        throw new ExportError(
-          `torch.export: a tensor used by ${base.constantSites.get(inp.value)} was not made by a traced op and changes with the input sizes or values; build it from the inputs with tensor ops (or pass it as an input)`,
-        );
+      if (!sameData(base.placeholders.get(inp.value)!, tr.placeholders.get(inp.value)!)) throw constantError(base, inp.value);
     }
   }
 }
