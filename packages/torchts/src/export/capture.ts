@@ -198,7 +198,9 @@ def("to", (a, _v, k) => {
   if (k === 1 && a.device !== null && a.device !== undefined && String(a.device) !== x.device) fail(`moving a tensor to '${String(a.device)}' inside the forward cannot be exported`);
   return cast(x, a.dtype as DType | null);
 });
-def(["contiguous", "clone", "detach", "Tensor.cpu", "Tensor.contiguous"], (a) => t(a));
+// these may alias in PyTorch too; clone may not (a later in-place write must not reach its input)
+def(["contiguous", "detach", "Tensor.cpu", "Tensor.contiguous"], (a) => t(a));
+def("clone", (a) => C.clone(t(a)));
 def("dropout", (a) => ((a.training as boolean) && (a.p as number) > 0 ? fail("dropout in training mode draws random numbers: call model.eval() before export") : t(a)));
 
 // ---- linear algebra, conv, pooling ----

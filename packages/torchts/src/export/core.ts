@@ -59,6 +59,8 @@ export const CORE_OPS = {
   ...binary,
   where: (c: Tensor, a: Arg, b: Arg) => T.where(c, a, b),
   cast: (x: Tensor, dtype: DType) => x.to(dtype),
+  /** a copy (the converters alias it: their graphs have no in-place writes left) */
+  clone: (x: Tensor) => x.clone(),
   matmul: (a: Tensor, b: Tensor) => T.matmul(a, b),
   conv2d: (x: Tensor, w: Tensor, b: Tensor | null, stride: number[], padding: number[], dilation: number[], groups: number) =>
     F().conv2d(x, w, b, stride, padding, dilation, groups),

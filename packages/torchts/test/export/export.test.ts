@@ -85,4 +85,12 @@ test("export: host reads, random ops, unmapped ops and size-dependent control fl
     return y.add(1);
   }, [x]);
   assert.deepEqual(ep.graph.nodes.map((nd) => nd.op), ["exp", "mul", "add"]);
+  // clone is a copy: writing into it leaves its input alone
+  const cl = torch.export.export((x: torch.Tensor) => {
+    const y = x.clone();
+    y.mul_(3);
+    return [x.add(0), y];
+  }, [x]);
+  const [a, b] = cl.module().forward(x) as torch.Tensor[];
+  assert.ok(a!.sub(x).abs().max()._contiguousHost()[0] === 0 && b!.sub(x.mul(3)).abs().max()._contiguousHost()[0]! < 1e-6);
 });

@@ -545,6 +545,15 @@ export class SubgraphLowering {
       return this.lowerElementwise(n, "nchw");
     }
     switch (n.op) {
+      case "clone": {
+        // no in-place writes are left in the graph: the copy is the same tensor
+        const l = this.lay(xv());
+        if (l.nchw === undefined && l.nhwc !== undefined) {
+          this.lay(n.outs[0]!).nhwc = l.nhwc;
+          return -1;
+        }
+        return x();
+      }
       case "matmul":
         return this.matmul(n);
       case "conv2d":

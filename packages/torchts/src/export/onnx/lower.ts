@@ -262,6 +262,8 @@ class Lowering {
         return this.emit("Where", [this.operand(a[0]!, "bool"), this.operand(a[1]!, out), this.operand(a[2]!, out)]);
       case "cast":
         return this.emit("Cast", [x()], { to: ONNX_DTYPE[out] });
+      case "clone":
+        return x();
       case "matmul":
         return this.emit("MatMul", [this.operand(a[0]!, out), this.operand(a[1]!, out)]);
       case "gelu": {
