@@ -25,7 +25,7 @@ function tensorArg(fn: string, name: string, t: unknown): Tensor {
   if (t.isDisposed) throw new DistError(`${fn}: argument '${name}' has been disposed`);
   if (!t._storage.device.readSync)
     throw new DistError(`${fn}: tensors must be on the cpu (the TCP backend, like gloo, communicates host memory), got a ${t.device} tensor`);
-  if (!t.isContiguous()) throw new DistError(`${fn}: Tensors must be contiguous`);
+  if (!t.isContiguous() && t.numel() > 0) throw new DistError(`${fn}: Tensors must be contiguous`); // (an empty tensor is, as in PyTorch)
   if (!DTYPES.has(t.dtype)) throw new DistError(`${fn}: unsupported dtype ${t.dtype}`);
   return t;
 }

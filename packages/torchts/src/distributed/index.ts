@@ -18,3 +18,8 @@ export {
 export { Work } from "./work.js";
 export { DistributedDataParallel, DEFAULT_FIRST_BUCKET_BYTES, type DistributedDataParallelOptions } from "./ddp.js";
 export { computeBucketAssignmentBySize } from "./ddp_buckets.js";
+export { DeviceMesh, initDeviceMesh } from "./device_mesh.js";
+export * as tensor from "./tensor/index.js";
+export * as deviceMesh from "./device_mesh.js";
+export { allGatherObject, broadcastObjectList } from "./object_collectives.js";
+export * as checkpoint from "./checkpoint/index.js";

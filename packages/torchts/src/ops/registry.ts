@@ -87,6 +87,7 @@ function invoke(def: OpDef, args: ArrayLike<unknown>, self: Tensor | undefined):
     }
   }
   const impl = def.impls[k] as (...a: unknown[]) => unknown;
+  if (subclassDispatch.handler && hasSubclassArg(vals)) return subclassDispatch.handler(def, k, vals, () => runBound(def, impl, vals));
   if (opHooks.call) return opHooks.call(def, k, vals, () => runBound(def, impl, vals));
   return runBound(def, impl, vals);
 }
@@ -96,6 +97,25 @@ function invoke(def: OpDef, args: ArrayLike<unknown>, self: Tensor | undefined):
  * its bound arguments and the overload picked, and decides whether and how `run` executes it.
  */
 export const opHooks: { call: ((def: OpDef, overload: number, vals: unknown[], run: () => unknown) => unknown) | null } = { call: null };
+
+/**
+ * A tensor subclass that computes ops its own way (PyTorch's __torch_function__): DTensor
+ * (distributed/tensor) runs each op on its local shard with sharding propagation. Ops with such a
+ * tensor among their arguments (or in a list argument) go to `handler` instead of the kernel.
+ */
+export const subclassDispatch: { handler: ((def: OpDef, overload: number, vals: unknown[], run: () => unknown) => unknown) | null; is: (v: Tensor) => boolean } = {
+  handler: null,
+  is: () => false,
+};
+
+function hasSubclassArg(vals: unknown[]): boolean {
+  for (const v of vals) {
+    if (v instanceof Tensor) {
+      if (subclassDispatch.is(v)) return true;
+    } else if (Array.isArray(v)) for (const x of v) if (x instanceof Tensor && subclassDispatch.is(x)) return true;
+  }
+  return false;
+}
 
 function runBound(def: OpDef, impl: (...a: unknown[]) => unknown, vals: unknown[]): unknown {
   if (def.transparent) return transparentCall(def.name, impl, vals);
