@@ -43,6 +43,8 @@ export interface RouterConfig {
   kind: "RouterConfig";
   server: { host: string; port: number; bodyLimit: number };
   replicas: ReplicaConfig[];
+  /** Replicas found by DNS: every address `dns` resolves to, on `port`, re-resolved every refreshMs. */
+  discovery: { dns: string; port: number; role: Role; family: 0 | 4 | 6; refreshMs: number }[];
   /** Token ids for the precise prefix scorer and the P/D decider: a local model folder, or POST /tokenize on a replica. */
   tokenizer: { model?: string; remote: boolean };
   health: { scrapeIntervalMs: number; staleAfterMs: number; deadAfterMs: number };
@@ -109,8 +111,10 @@ export function validateConfig(raw: unknown, source = "config", where: (path: st
     if (seen.has(id)) problems.push(`/replicas/${i}${where(`/replicas/${i}`)}: replica '${id}' is listed twice`);
     seen.add(id);
   });
-  if (!c.replicas.some((r) => r.role !== "prefill")) problems.push(`/replicas: at least one replica must decode (role decode or both)`);
-  if (c.disaggregation.enabled && !c.replicas.some((r) => r.role !== "decode"))
+  if (!c.replicas.length && !c.discovery.length) problems.push(`/replicas: list replicas, or find them with discovery (dns)`);
+  else if (!c.replicas.some((r) => r.role !== "prefill") && !c.discovery.some((d) => d.role !== "prefill"))
+    problems.push(`/replicas: at least one replica must decode (role decode or both)`);
+  if (c.disaggregation.enabled && !c.replicas.some((r) => r.role !== "decode") && !c.discovery.some((d) => d.role !== "decode"))
     problems.push(`/disaggregation${where("/disaggregation")}: enabled, but no replica has role prefill or both`);
   const needsTokens = c.scheduling.scorers.some((s) => s.type === "precise-prefix-cache");
   if (needsTokens && !c.tokenizer.model && !c.tokenizer.remote)

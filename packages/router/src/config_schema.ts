@@ -33,14 +33,14 @@ const FILTER = {
 export const CONFIG_SCHEMA = {
   type: "object",
   additionalProperties: false,
-  required: ["apiVersion", "replicas"],
+  required: ["apiVersion"],
   properties: {
     apiVersion: { const: "torchts.router/v1" },
     kind: { const: "RouterConfig", default: "RouterConfig" },
     server: obj({ host: { type: "string", minLength: 1, default: "127.0.0.1" }, port: int(0, 8000, 65535), bodyLimit: int(1, 4 * 1024 * 1024) }),
     replicas: {
       type: "array",
-      minItems: 1,
+      default: [],
       items: {
         type: "object",
         additionalProperties: false,
@@ -49,6 +49,23 @@ export const CONFIG_SCHEMA = {
           url: { type: "string", minLength: 1 },
           name: { type: "string", pattern: "^[A-Za-z0-9._:-]+$", maxLength: 128 },
           role: { enum: ["prefill", "decode", "both"], default: "both" },
+        },
+      },
+    },
+    // replicas found by DNS (a Kubernetes headless Service: one address per ready pod), refreshed
+    discovery: {
+      type: "array",
+      default: [],
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["dns", "port"],
+        properties: {
+          dns: { type: "string", minLength: 1, maxLength: 253 },
+          port: int(1, undefined, 65535),
+          role: { enum: ["prefill", "decode", "both"], default: "both" },
+          family: { enum: [0, 4, 6], default: 0 },
+          refreshMs: int(100, 5000),
         },
       },
     },

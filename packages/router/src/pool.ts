@@ -89,7 +89,10 @@ export function readMetrics(text: string): ReplicaMetrics | null {
 }
 
 export class Pool extends EventEmitter {
-  readonly replicas: Replica[];
+  /** Configured replicas first (in order), then discovered ones (by id); changed only by setDiscovered. */
+  replicas: Replica[];
+  private readonly fixed: Replica[];
+  private nextIndex: number;
   private timer: NodeJS.Timeout | null = null;
   private readonly h: RouterConfig["health"];
 
@@ -97,16 +100,47 @@ export class Pool extends EventEmitter {
     super();
     this.setMaxListeners(64);
     this.h = cfg.health;
-    this.replicas = cfg.replicas.map((r, i) => {
+    this.fixed = cfg.replicas.map((r, i) => {
       const url = new URL(r.url);
       return new Replica(r.name ?? url.host, url, r.role, i);
     });
+    this.replicas = [...this.fixed];
+    this.nextIndex = this.fixed.length;
+  }
+
+  /**
+   * The replicas discovery found now (host:port ids): new ones join (out until their first scrape), gone
+   * ones leave (requests in flight there finish on their own).
+   */
+  setDiscovered(found: { url: string; role: Role }[]): void {
+    const keep = new Map(this.replicas.filter((r) => !this.fixed.includes(r)).map((r) => [r.id, r]));
+    const next: Replica[] = [];
+    for (const f of found) {
+      const url = new URL(f.url);
+      if (this.fixed.some((r) => r.id === url.host) || next.some((r) => r.id === url.host)) continue;
+      const had = keep.get(url.host);
+      if (had) {
+        next.push(had);
+        keep.delete(url.host);
+      } else {
+        const r = new Replica(url.host, url, f.role, this.nextIndex++);
+        next.push(r);
+        if (this.timer) void this.scrape(r);
+      }
+    }
+    for (const gone of keep.values()) {
+      this.down(gone, "left discovery");
+      gone.agent.destroy();
+    }
+    next.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    this.replicas = [...this.fixed, ...next];
+    this.emit("update");
   }
 
   /** Start scraping; resolves after the first round, so a router starts with what it can see. */
   async start(): Promise<void> {
     this.timer = setInterval(() => this.round(), this.h.scrapeIntervalMs);
-    await Promise.all(this.replicas.map((r) => this.scrape(r)));
+    await Promise.all(this.replicas.filter((r) => !r.scraping).map((r) => this.scrape(r)));
     this.emit("update");
   }
 

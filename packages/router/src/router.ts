@@ -8,6 +8,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import type { RouterConfig } from "./config.js";
 import { Cancelled, FlowController, Rejected } from "./flow_control.js";
 import { hostKeys, noKeys } from "./keys.js";
+import { Discovery } from "./discovery.js";
 import { KvEventSubscriber } from "./kv_events.js";
 import { buildMetrics, type RouterMetrics } from "./metrics.js";
 import { decodeRequest, runPrefill } from "./pd.js";
@@ -335,6 +336,8 @@ export async function createRouter(cfg: RouterConfig, o: { logger?: boolean } = 
     queue_depth: flow.depth,
   }));
 
+  const discovery = new Discovery(pool, cfg.discovery);
+  await discovery.start();
   await pool.start();
   return {
     app,
@@ -355,6 +358,7 @@ export async function createRouter(cfg: RouterConfig, o: { logger?: boolean } = 
       while (active > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
       app.server.closeAllConnections();
       await app.close();
+      discovery.stop();
       kv?.stop();
       pool.stop();
     },

@@ -73,4 +73,8 @@ test("bad configurations are refused with the path and the line", () => {
   bad("apiVersion: torchts.router/v1\nreplicas: [\n", /YAML error/);
   bad("apiVersion: torchts.router/v1\napiVersion: x\nreplicas: []\n", /YAML error/);
   bad("- 1\n- 2\n", /must be a mapping/);
+  bad("apiVersion: torchts.router/v1\n", /list replicas, or find them with discovery/);
+  bad("apiVersion: torchts.router/v1\ndiscovery:\n  - { dns: svc }\n", /discovery\/0 \(line 3\): missing required key 'port'/);
+  // discovery alone is enough
+  assert.equal(parseConfig("apiVersion: torchts.router/v1\ndiscovery:\n  - { dns: svc, port: 8000 }\n").discovery[0]!.refreshMs, 5000);
 });

@@ -18,12 +18,12 @@ after(async () => {
 
 const body = (maxTokens: number, extra: Record<string, unknown> = {}) => ({ model: "tiny", prompt: "flow control", max_tokens: maxTokens, temperature: 0, ignore_eos: true, ...extra });
 
-/** Start a request and return once the router has dispatched it (it holds the replica until `done`). */
+/** Start a streamed request and return once the replica has it (it holds a slot there until `stop`). */
 async function hold(url: string, maxTokens = 900) {
   const ac = new AbortController();
   const r = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body(maxTokens, { stream: true })), signal: ac.signal });
-  const reader = r.body!.getReader();
-  await reader.read();
+  // the replica answers a stream's headers at once, even while the request waits for a slot there
+  assert.equal(r.status, 200);
   return { stop: () => ac.abort() };
 }
 
@@ -87,9 +87,9 @@ test("priority < 0 is shed while the replica is saturated; priority 0 waits and 
   // saturated at one waiting request (GIE's detector with queueDepth 1)
   const rt = await startRouter([rep.url], { flowControl: { saturation: { queueDepth: 1 } } });
   try {
-    const a = await hold(rt.url);
-    const b = await hold(rt.url);
-    assert.ok(await until(() => rt.router.pool.replicas[0]!.metrics?.waiting === 1 && rt.router.scheduler.saturated(rt.router.pool.replicas[0]!), 10_000), "saturated");
+    // one running, two waiting on the replica (max-num-seqs 1): saturated for two whole generations
+    const holds = [await hold(rt.url, 1000), await hold(rt.url, 1000), await hold(rt.url, 1000)];
+    assert.ok(await until(() => (rt.router.pool.replicas[0]!.metrics?.waiting ?? 0) >= 1 && rt.router.scheduler.saturated(rt.router.pool.replicas[0]!), 10_000), "saturated");
     const shed = await post(`${rt.url}/v1/completions`, body(2), { "x-torchts-priority": "-1" });
     assert.equal(shed.status, 429);
     assert.equal(shed.headers.get("x-llm-d-request-dropped-reason"), "saturated-sheddable");
@@ -97,8 +97,7 @@ test("priority < 0 is shed while the replica is saturated; priority 0 waits and 
     assert.equal(shedBody.status, 429, "the body's priority counts too");
     const normal = post(`${rt.url}/v1/completions`, body(2));
     assert.ok(await until(() => rt.router.flow.depth === 1), "priority 0 waits in the router");
-    a.stop();
-    b.stop();
+    for (const h of holds) h.stop();
     assert.equal((await normal).status, 200);
     assert.ok(await until(async () => (await metric(rep.url, "vllm:num_requests_running")) === 0, 10_000));
   } finally {
