@@ -54,7 +54,6 @@ test("command-line splitting: --a.b v, --a.b=v, bare booleans, other flags", () 
 test("cross-key rules", () => {
   assert.throws(() => validateJob(job(null, [["activation_checkpoint.mode", "selective"], ["activation_checkpoint.selective_ac_option", "op"]])), /per-op selective checkpointing is not supported/);
   assert.throws(() => validateJob(job(null, [["compile.enable", "true"], ["compile.components", "model"]])), /list both 'model' and 'loss'/);
-  assert.throws(() => validateJob(job(null, [["training.steps", "5"], ["lr_scheduler.warmup_steps", "6"]])), /warmup_steps \(6\) exceeds training\.steps \(5\)/);
   assert.throws(() => validateJob(job(null, [["model.flavor", "hf"]])), /needs model\.hf_assets_path/);
   assert.throws(() => describeJob(job(null, [["model.flavor", "9B"]]), 1), /'9B' is not a llama3 flavor \(debugmodel, tiny, 8B, 70B, 405B, or 'hf'\)/);
   assert.throws(() => describeJob(job(null, [["model.flavor", "tiny"], ["training.seq_len", "5000"]]), 1), /seq_len \(5000\) exceeds the model's max_position_embeddings \(4096\)/);

@@ -89,7 +89,5 @@ export function validateJob(c: JobConfig): void {
   const comps = c.compile.components;
   for (const x of comps) if (x !== "model" && x !== "loss") throw new ConfigError(`compile.components: unknown component '${x}' (model, loss)`);
   if (c.compile.enable && comps.length !== 2) throw new ConfigError("compile.components: the step is compiled as one graph: list both 'model' and 'loss'");
-  if (c.lr_scheduler.warmup_steps > c.training.steps)
-    throw new ConfigError(`lr_scheduler.warmup_steps (${c.lr_scheduler.warmup_steps}) exceeds training.steps (${c.training.steps})`);
   if (c.model.flavor === "hf" && !c.model.hf_assets_path) throw new ConfigError("model.flavor = 'hf' needs model.hf_assets_path (a folder with config.json)");
 }
