@@ -57,10 +57,28 @@ export class Replica {
 }
 
 /** Reads the gauges and counters the router uses from a /metrics text (vLLM names first, then SGLang's). */
+const WANTED = [
+  "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
+  "vllm:prefix_cache_queries", "vllm:prefix_cache_hits", "vllm:cache_config_info",
+  "sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage",
+];
+
+/** The exposition's lines (samples and their # HELP / # TYPE) of the metrics the router reads. */
+function wantedLines(text: string): string {
+  const keep = (name: string) => WANTED.some((w) => name === w || name === `${w}_total`);
+  const out: string[] = [];
+  for (const line of text.split("\n")) {
+    const name = line.startsWith("# ") ? line.split(" ", 3)[2] ?? "" : /^[^\s{]+/.exec(line)?.[0] ?? "";
+    if (keep(name)) out.push(line);
+  }
+  return out.join("\n") + "\n";
+}
+
 export function readMetrics(text: string): ReplicaMetrics | null {
   let families: ReturnType<typeof parsePrometheus>;
   try {
-    families = parsePrometheus(text);
+    // the scrape runs every 100 ms per replica: parse only what is used (histograms are most of the text)
+    families = parsePrometheus(wantedLines(text));
   } catch {
     return null;
   }
