@@ -24,6 +24,18 @@ function accumulate(a: Tensor | null, b: Tensor): Tensor {
   return a ? add(a, b) : b;
 }
 
+/** Callbacks of the running backward (PyTorch's Variable._execution_engine.queue_callback). */
+let callbacks: (() => void)[] | null = null;
+
+/**
+ * Run `fn` once the backward that is running now has finished (FSDP reduces the gradients of
+ * parameters no hook reported there). Raises outside a backward.
+ */
+export function queueCallback(fn: () => void): void {
+  if (!callbacks) throw new Error("queueCallback: no backward is running (call it from a hook during backward)");
+  callbacks.push(fn);
+}
+
 /**
  * Run backward from `roots` with gradients `grads`. With `capture`, gradients reaching the
  * given edges are returned instead of accumulated into .grad (torch.autograd.grad).
@@ -117,6 +129,8 @@ export function runBackward(
   for (const e of rootEdges) if (!deps.get(e.node) && !ready.includes(e.node)) ready.push(e.node);
 
   const prevGrad = isGradEnabled();
+  const outerCallbacks = callbacks;
+  callbacks = [];
   setGradEnabled(createGraph);
   try {
     while (ready.length) {
@@ -178,7 +192,9 @@ export function runBackward(
       consumed.forEach(drop); // after the puts: a gradient passed through (or a view of it) stays
       releaseAndDecrement(node, ready, deps, retain, true);
     }
+    for (let i = 0; i < callbacks.length; i++) callbacks[i]!(); // (a callback may queue more)
   } finally {
+    callbacks = outerCallbacks;
     setGradEnabled(prevGrad);
   }
   if (capture) return captured;

@@ -23,3 +23,5 @@ export * as tensor from "./tensor/index.js";
 export * as deviceMesh from "./device_mesh.js";
 export { allGatherObject, broadcastObjectList } from "./object_collectives.js";
 export * as checkpoint from "./checkpoint/index.js";
+export * as fsdp from "./fsdp/index.js";
+export { fullyShard, MixedPrecisionPolicy } from "./fsdp/index.js";
