@@ -79,7 +79,8 @@ export async function createRouter(cfg: RouterConfig, o: { logger?: boolean } = 
   const flow = new FlowController<Plan>(
     { maxQueued: fc.maxQueued, queueTimeoutMs: fc.queueTimeoutMs },
     () => decoders().every((r) => scheduler.saturated(r)),
-    (band, tenant, depth) => metrics.queueDepth.set({ band: String(band), tenant }, depth),
+    // an emptied queue drops its label set: tenants are client-chosen, their number unbounded
+    (band, tenant, depth) => (depth ? metrics.queueDepth.set({ band: String(band), tenant }, depth) : metrics.queueDepth.remove({ band: String(band), tenant })),
   );
   pool.on("update", () => flow.pump());
   pool.on("down", (r: Replica) => scheduler.forget(r));
