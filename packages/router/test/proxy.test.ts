@@ -108,3 +108,19 @@ test("errors: the router's own are OpenAI-shaped; a replica's 4xx passes through
   const health = await (await fetch(`${rt.url}/health`)).json();
   assert.deepEqual(health, { status: "ok", replicas: { healthy: 2, total: 2 } });
 });
+
+test("/metrics parses as Prometheus text and counts what went through", async () => {
+  const { default: parse } = await import("parse-prometheus-text-format");
+  const families = new Map(parse(await (await fetch(`${rt.url}/metrics`)).text()).map((f) => [f.name, f]));
+  for (const name of [
+    "torchts_router_requests_total", "torchts_router_time_to_first_token_seconds", "torchts_router_time_per_output_token_seconds",
+    "torchts_router_e2e_request_latency_seconds", "torchts_router_overhead_seconds", "torchts_router_picks_total", "torchts_router_prefix_index_hit_ratio",
+    "torchts_router_replica_up", "torchts_router_replica_in_flight",
+  ])
+    assert.ok(families.has(name), name);
+  const ok = families.get("torchts_router_requests_total")!.metrics.filter((m) => m.labels?.code === "200").reduce((s, m) => s + Number(m.value), 0);
+  const picks = families.get("torchts_router_picks_total")!.metrics.reduce((s, m) => s + Number(m.value), 0);
+  assert.ok(ok >= 7 && picks >= ok, `${ok} answered, ${picks} picks`);
+  const ttft = families.get("torchts_router_time_to_first_token_seconds")!.metrics[0] as unknown as { count: string };
+  assert.ok(Number(ttft.count) >= 3, "streams were timed");
+});
