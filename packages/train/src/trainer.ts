@@ -16,12 +16,14 @@ import { PackedLoader, type LoaderState } from "./data/loader.js";
 import { wsdScheduler } from "./lr.js";
 import { applyActivationCheckpointing } from "./model/activation_checkpoint.js";
 import { buildConfig, countParams, createModel, flopsPerToken, hfConfigFor, initWeights, type CausalLM } from "./model/build.js";
-import { CheckpointManager } from "./checkpoint.js";
+import { CheckpointManager, type TrainState } from "./checkpoint.js";
 import { MetricsLogger } from "./metrics/logger.js";
 import { measurePeakFlops } from "./metrics/peak.js";
 import { lastPerStep, metricsPlotPng } from "./metrics/plot.js";
 import { batchPlan, dataParallelRank, parallelDims, unsupported, type ParallelDims } from "./parallel.js";
 import { distributedFeatures, wrapDataParallel } from "./distributed.js";
+
+const dcpState = dist.checkpoint.stateDict;
 
 export const DEBUG_TOKENIZER_DIR = fileURLToPath(new URL("../assets/tokenizer/", import.meta.url));
 
@@ -100,21 +102,30 @@ export async function train(c: JobConfig, o: TrainOptions = {}): Promise<TrainRe
   });
 
   const ckptFolder = join(c.job.dump_folder, c.checkpoint.folder);
-  // data-parallel replicas hold identical state: rank 0 writes it (FSDP shards would each write theirs)
+  // DCP where torchts has it (every rank writes its pieces); else torch.save files (replicas share
+  // their state: rank 0 writes it)
+  const backend = features.dcp ? "dcp" : "file";
   const ckpt = new CheckpointManager({
-    folder: ckptFolder, keepLatestK: c.checkpoint.keep_latest_k, async: c.checkpoint.async_mode === "async", rank, writes: rank === 0,
+    folder: ckptFolder, keepLatestK: c.checkpoint.keep_latest_k, async: c.checkpoint.async_mode === "async", backend, rank, writes: rank === 0,
     barrier: world > 1 ? async () => void dist.barrier() : undefined,
   });
+  const liveState = (step: number): TrainState =>
+    backend === "dcp"
+      ? { step, model: dcpState.getModelStateDict(lm), optimizer: dcpState.getOptimizerStateDict(lm, opt), lr_scheduler: sched.stateDict(), dataloader: { ...loader.state }, rng: torch.getRngState() }
+      : { step, model: lm.stateDict(), optimizer: opt.stateDict(), lr_scheduler: sched.stateDict(), dataloader: { ...loader.state }, rng: torch.getRngState() };
   let start = 0;
   const resumeStep = c.checkpoint.enable || c.checkpoint.load_step > 0 ? ckpt.resolveLoadStep(c.checkpoint.load_step) : null;
   if (resumeStep !== null) {
-    const s = await ckpt.load(resumeStep, rank);
-    lm.loadStateDict(s.model as Map<string, Tensor>);
-    opt.loadStateDict(s.optimizer as Parameters<typeof opt.loadStateDict>[0]);
-    sched.loadStateDict(s.lr_scheduler as Record<string, unknown>);
+    const s = await ckpt.load(resumeStep, liveState(0));
+    if (backend === "dcp") dcpState.setStateDict(lm, opt, { optimStateDict: s.optimizer as Parameters<typeof dcpState.setStateDict>[2]["optimStateDict"] });
+    else {
+      lm.loadStateDict(s.model);
+      opt.loadStateDict(s.optimizer as Parameters<typeof opt.loadStateDict>[0]);
+    }
+    sched.loadStateDict(s.lr_scheduler);
     loader.loadState(s.dataloader as LoaderState);
     torch.setRngState(s.rng as ReturnType<typeof torch.getRngState>);
-    start = s.step as number;
+    start = s.step;
     if (start >= t.steps) throw new ConfigError(`checkpoint step ${start} is not before training.steps (${t.steps}): nothing to train`);
   }
 
@@ -149,7 +160,10 @@ export async function train(c: JobConfig, o: TrainOptions = {}): Promise<TrainRe
     opt.step();
     return [xs.length > 1 ? total!.div(xs.length) : total!, gradNorm];
   };
-  const step = c.compile.enable ? torch.compile(trainStep, { modules: [lm], name: "train_step" }) : trainStep;
+  // a compiled step is one traced graph: the collectives DDP launches from backward hooks cannot be in
+  // it (torchts compiles no collectives yet), so data-parallel steps run eagerly
+  const compiled = c.compile.enable && dims.dp === 1;
+  const step = compiled ? torch.compile(trainStep, { modules: [lm], name: "train_step" }) : trainStep;
 
   const fpt = job.flopsPerToken;
   const nEmb = cfg.vocabSize * cfg.hiddenSize;
@@ -165,7 +179,7 @@ export async function train(c: JobConfig, o: TrainOptions = {}): Promise<TrainRe
   print(
     `world ${world}: dp_replicate ${dims.dpReplicate} x dp_shard ${dims.dpShard} x tp ${dims.tp} x pp ${dims.pp} x cp ${dims.cp}; global batch ${job.globalBatch} x ${T} tokens ` +
       `(local ${B}, ${accumulation} micro-batch${accumulation > 1 ? "es" : ""}); ${loader.windows} sequences (${loader.stepsPerEpoch} steps per epoch); ` +
-      `${c.compile.enable ? "compiled step" : `${t.eager_mode} eager`}${wrapped ? `, activation checkpointing on ${wrapped} layers` : ""}${amp ? ", bf16 autocast" : ""}`,
+      `${compiled ? "compiled step" : `${t.eager_mode} eager${c.compile.enable ? " (compile.enable: torchts cannot compile the collectives of a data-parallel step yet)" : ""}`}${wrapped ? `, activation checkpointing on ${wrapped} layers` : ""}${amp ? ", bf16 autocast" : ""}`,
   );
   if (start) print(`resumed from ${ckpt.dirFor(start)} (step ${start})`);
 
@@ -197,9 +211,7 @@ export async function train(c: JobConfig, o: TrainOptions = {}): Promise<TrainRe
       metrics.step({ step: s, loss: lossV, maxLoss, gradNorm: gn, lr, tokens: batch.tokens, dataTime });
       if (c.checkpoint.enable && (s % c.checkpoint.interval === 0 || s === t.steps)) {
         const c0 = performance.now();
-        await ckpt.save(s, {
-          step: s, model: lm.stateDict(), optimizer: opt.stateDict(), lr_scheduler: sched.stateDict(), dataloader: loader.state, rng: torch.getRngState(),
-        });
+        await ckpt.save(s, liveState(s));
         metrics.excludeTime(performance.now() - c0);
       }
       await yieldToEventLoop(); // let finalizers return freed buffers to the pool

@@ -37,7 +37,7 @@ test("generated problems are seeded, GSM8K-formatted and correct", () => {
     assert.equal(ans, p.answer);
     assert.equal(gsm8kScore(p.solution, p.answer), 1);
     assert.ok(p.question.includes(String(x)) && p.question.includes(String(y)));
-    assert.match(promptOf(p), /^Question: .+\?\nAnswer: $/);
+    assert.match(promptOf(p), /^Q: .+\?\nA: $/);
   }
   assert.ok(new Set(a.map((p) => p.solution.includes("+"))).size === 2, "both operations");
 });

@@ -69,7 +69,7 @@ test("kill at step 60, resume from the step-50 checkpoint: steps 51-100 reproduc
   const before = readJsonl(join(dump, "metrics.jsonl"));
   const last = before[before.length - 1]!.step as number;
   assert.ok(last >= 60 && last < 100, `killed after step ${last}`);
-  assert.ok(existsSync(join(dump, "checkpoint", "step-50", ".complete")));
+  assert.ok(existsSync(join(dump, "checkpoint", "step-50", ".metadata")));
 
   const c = await runCli(tiny("llama3_debug.toml", dump, [...common, "--checkpoint.load_step", "50"]));
   assert.equal(c.code, 0, c.stderr);
@@ -90,7 +90,7 @@ test("kill at step 60, resume from the step-50 checkpoint: steps 51-100 reproduc
   assert.match(missing.stderr, /checkpoint\.load_step = 55: no complete checkpoint .*step-55 \(complete steps: 10, 20, .*100\)/);
 });
 
-test("async checkpoints: a run killed mid-write leaves no complete marker; the latest complete one resumes exactly", async () => {
+test("async (DCP) checkpoints: a run killed mid-write leaves no committed .metadata; the latest committed one resumes exactly", async () => {
   const common = ["--training.steps", "60", "--checkpoint.interval", "5", "--checkpoint.keep_latest_k", "3", "--checkpoint.async_mode", "async", "--metrics.enable_plot", "false"];
   const full = tmp("afull");
   const a = await runCli(tiny("qwen3_debug.toml", full, common));
@@ -102,7 +102,7 @@ test("async checkpoints: a run killed mid-write leaves no complete marker; the l
   const dump = tmp("akilled");
   const b = await runCli(tiny("qwen3_debug.toml", dump, common), { killOn: /^step:\s+33\s/m });
   assert.equal(b.signal, "SIGKILL");
-  const complete = readdirSync(join(dump, "checkpoint")).filter((d) => existsSync(join(dump, "checkpoint", d, ".complete"))).map((d) => Number(d.slice(5)));
+  const complete = readdirSync(join(dump, "checkpoint")).filter((d) => existsSync(join(dump, "checkpoint", d, ".metadata"))).map((d) => Number(d.slice(5)));
   const latest = Math.max(...complete);
   assert.ok(latest >= 5 && latest <= 30, `latest complete checkpoint: step ${latest}`);
   const c = await runCli(tiny("qwen3_debug.toml", dump, common)); // load_step -1: the latest complete one

@@ -26,10 +26,10 @@ const THINGS = ["apples", "pens", "coins", "books", "cards", "shells"];
 
 type Template = { op: "+" | "-"; text: (n: string, x: string, a: number, b: number) => string };
 const TEMPLATES: Template[] = [
-  { op: "+", text: (n, x, a, b) => `${n} has ${a} ${x} and gets ${b} more. How many ${x} does ${n} have?` },
-  { op: "+", text: (n, x, a, b) => `${n} buys ${a} ${x}, then ${b} more. How many ${x} in all?` },
-  { op: "-", text: (n, x, a, b) => `${n} has ${a} ${x} and gives away ${b}. How many ${x} are left?` },
-  { op: "-", text: (n, x, a, b) => `${n} had ${a} ${x} and lost ${b}. How many ${x} now?` },
+  { op: "+", text: (n, x, a, b) => `${n} has ${a} ${x} and gets ${b} more. How many now?` },
+  { op: "+", text: (n, x, a, b) => `${n} buys ${a} ${x}, then ${b} more. How many in all?` },
+  { op: "-", text: (n, x, a, b) => `${n} has ${a} ${x} and gives away ${b}. How many are left?` },
+  { op: "-", text: (n, x, a, b) => `${n} had ${a} ${x} and lost ${b}. How many now?` },
 ];
 
 /** `count` problems with operands in [0, maxOperand] (subtraction never goes below zero). */
@@ -48,7 +48,7 @@ export function arithmeticProblems(count: number, seed: number, maxOperand = 9):
   return out;
 }
 
-/** The prompt the model completes: the question, then "Answer:". */
+/** The prompt the model completes: the question, then "A: ". */
 export function promptOf(p: Problem): string {
-  return `Question: ${p.question}\nAnswer: `;
+  return `Q: ${p.question}\nA: `;
 }
