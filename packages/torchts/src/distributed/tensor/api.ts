@@ -10,6 +10,7 @@ import { Partial, type Placement, Replicate } from "./placement.js";
 import "./redistribute.js";
 import "./dispatch.js";
 import "./rules_pointwise.js";
+import "./rules_ops.js";
 
 /** A group holding every rank of the mesh (its own for a 1-d mesh, the world's for a full mesh). */
 export function meshGroup(mesh: DeviceMesh): ProcessGroup {
