@@ -92,7 +92,7 @@ export async function train(c: JobConfig, o: TrainOptions = {}): Promise<TrainRe
   initWeights(lm, t.seed);
   const ac = c.activation_checkpoint;
   const wrapped = ac.mode === "none" ? 0 : applyActivationCheckpointing(lm, ac.mode === "full" ? 1 : Number(ac.selective_ac_option));
-  const model = wrapDataParallel(lm, dims);
+  const model = wrapDataParallel(lm, dims, { reshardAfterForward: c.parallelism.fsdp_reshard_after_forward });
   const params = [...lm.parameters()];
   const opt = new torch.optim.AdamW(params, {
     lr: c.optimizer.lr, betas: [c.optimizer.beta1, c.optimizer.beta2], eps: c.optimizer.eps, weightDecay: c.optimizer.weight_decay,
@@ -156,12 +156,12 @@ export async function train(c: JobConfig, o: TrainOptions = {}): Promise<TrainRe
       const loss = m < xs.length - 1 ? model.noSync(micro) : micro();
       total = total ? total.add(loss) : loss;
     }
-    const gradNorm = torch.nn.utils.clipGradNorm_(params, maxNorm);
+    const gradNorm = model.clipGradNorm(params, maxNorm);
     opt.step();
     return [xs.length > 1 ? total!.div(xs.length) : total!, gradNorm];
   };
-  // a compiled step is one traced graph: the collectives DDP launches from backward hooks cannot be in
-  // it (torchts compiles no collectives yet), so data-parallel steps run eagerly
+  // a compiled step is one traced graph: the collectives DDP and FSDP launch from hooks cannot be in it
+  // (torchts compiles no collectives yet), so data-parallel steps run eagerly
   const compiled = c.compile.enable && dims.dp === 1;
   const step = compiled ? torch.compile(trainStep, { modules: [lm], name: "train_step" }) : trainStep;
 

@@ -1,5 +1,6 @@
 // Paths and small helpers shared by the tests.
 import { spawn } from "node:child_process";
+import { createServer } from "node:net";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -50,6 +51,18 @@ export function runCli(args: string[], o: { killOn?: RegExp; timeoutMs?: number;
     child.on("close", (code, signal) => {
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** A port that was free a moment ago (each launcher's --master-port: tests of other packages run at the same time). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
     });
   });
 }

@@ -122,7 +122,13 @@ async function saveModelFolder(model: CausalLM, hf: Record<string, unknown>, tok
   writeFileSync(join(dir, "tokenizer_config.json"), `${JSON.stringify(tok.config, null, 1)}\n`);
 }
 
-export async function runGrpo(c: GrpoConfig, o: { out?: (line: string) => void } = {}): Promise<GrpoResult> {
+export interface GrpoOptions {
+  out?: (line: string) => void;
+  /** The reward of a response's text for a problem (default: the GSM8K scorer against its answer). */
+  reward?: (response: string, problem: Problem) => number;
+}
+
+export async function runGrpo(c: GrpoConfig, o: GrpoOptions = {}): Promise<GrpoResult> {
   const print = o.out ?? ((l: string) => process.stdout.write(`${l}\n`));
   const device = c.training.device;
   const seed = c.training.seed;
@@ -201,7 +207,8 @@ export async function runGrpo(c: GrpoConfig, o: { out?: (line: string) => void }
       const prompts = batch.map((i) => encoded[i]!.prompt);
       const rolls = await sampler.generate(prompts, n, { temperature: c.rollout.temperature, topP: c.rollout.top_p, maxTokens: R, seed: seed * 1_000_003 + step * 10_007 });
       const tRollout = (performance.now() - t0) / 1000;
-      const scores = rolls.map((r) => gsm8kScore(tok.decode(r.tokens, { skipSpecialTokens: true }), problems[batch[r.group]!]!.answer));
+      const reward = o.reward ?? ((text: string, p: Problem) => gsm8kScore(text, p.answer));
+      const scores = rolls.map((r) => reward(tok.decode(r.tokens, { skipSpecialTokens: true }), problems[batch[r.group]!]!));
       const rb = rolloutBatch(prompts, rolls, P, R, pad);
       const scoreT = torch.tensor(scores, { dtype: "float32" });
       const adv = grpoAdvantages(scoreT, rolls.map((r) => r.group), rb.responseMask, { normByStd: g.norm_adv_by_std_in_grpo });
