@@ -144,7 +144,7 @@ function longPrompt(seed: number, n: number, vocab: number): number[] {
 const results: Results = {
   threads: THREADS, quick: QUICK, inputLen: INPUT, outputLen: OUTPUT, longPrompt: LONG, reps: REPS,
   tiny: [], tinyEngine: [], big: [], llama: [], overhead: [], prefix: null, hicache: null, greedyMatch: null,
-  started, loadStart, loadEnd: [], loadRange: [0, 0], cpu: `${cpus()[0]?.model ?? "?"}, ${cpus().length} cores`,
+  started, loadStart, loadEnd: [], loadRange: [0, 0], cpu: `${cpus()[0]?.model ?? "?"}, ${cpus().length} cores`, cores: cpus().length,
 };
 
 try {
