@@ -1,30 +1,32 @@
 // Entry of `torchts serve` and `torchts bench serve` ("@torchts/serve/cli"): packages/torchts/src/cli.ts
 // dispatches the `serve` and `bench` subcommands here with a dynamic import, so torchts never depends
 // on this package.
-// In a repository checkout torchts may have no build (dist/): then "torchts" is resolved to its
-// sources through this package's tsconfig paths (tsx), before the server's modules load.
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-async function torchtsResolves(): Promise<boolean> {
-  try {
-    return existsSync(fileURLToPath(import.meta.resolve("torchts/transformers")));
-  } catch {
-    return false;
-  }
-}
-
-/** False (after saying why) when torchts can be neither resolved nor registered from sources. */
+/**
+ * In a repository checkout "torchts" is resolved to its sources through this package's tsconfig paths
+ * (tsx), so a run never uses a stale build (packages/torchts/dist, e.g. one a test made earlier);
+ * elsewhere the installed torchts is used. False (after saying why) when neither works.
+ */
 async function ensureTorchts(command: string): Promise<boolean> {
-  if (await torchtsResolves()) return true;
-  try {
-    const { register } = await import("tsx/esm/api");
-    register({ tsconfig: fileURLToPath(new URL("../tsconfig.json", import.meta.url)) });
-    return true;
-  } catch {
-    process.stderr.write(`${command}: torchts has no build (run \`npm run build -w torchts\`) and tsx is not installed\n`);
-    return false;
+  const sources = new URL("../../torchts/src/index.ts", import.meta.url);
+  if (existsSync(fileURLToPath(sources)) && process.env.TORCHTS_CLI_DIST !== "1") {
+    try {
+      const { register } = await import("tsx/esm/api");
+      register({ tsconfig: fileURLToPath(new URL("../tsconfig.json", import.meta.url)) });
+      return true;
+    } catch {
+      /* no tsx: fall back to the installed build */
+    }
   }
+  try {
+    if (existsSync(fileURLToPath(import.meta.resolve("torchts/transformers")))) return true;
+  } catch {
+    /* unresolvable */
+  }
+  process.stderr.write(`${command}: torchts has no build (run \`npm run build -w torchts\`) and tsx is not installed\n`);
+  return false;
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -243,7 +243,7 @@ export class LLMEngine {
       enablePrefixCaching: this.enablePrefixCaching,
       hostTier: this.hostTier,
       saveBlock: (b, key) => this.saveBlock(b, key),
-      loadBlock: (b, key) => this.loadBlock(b, key),
+      writeBlocks: (ids, data) => this.writeBlockData(ids, data),
       copyBlocks: (copies) => this.kvCache.copyBlocks(copies.map((c) => c.src), copies.map((c) => c.dst)),
       onKvEvent: o.kvEvents ? (e) => this.emitKv(e) : undefined,
     });
@@ -310,12 +310,9 @@ export class LLMEngine {
     const size = layers * 2 * this.blockSize * kvHeads * headDim;
     const n = Math.min(blocks.length, Math.floor(tokens.length / this.blockSize));
     const first = this.scheduler.cachedBlocks(tokens, salt);
-    return this.scheduler.importBlocks(tokens, salt, first, n - first, (b, i) => {
-      const d = blocks[first + i]!;
-      if (d.length !== size) return false;
-      torch.scope(() => this.kvCache.writeBlocks([b], torch.tensor(d, { device: this.device }).reshape(layers, 2, 1, this.blockSize, kvHeads, headDim)));
-      return true;
-    });
+    const data = blocks.slice(first, n);
+    if (data.some((d) => d.length !== size)) return 0;
+    return this.scheduler.importBlocks(tokens, salt, first, data);
   }
 
   /** BlockStored events for everything cached now (a new subscriber's starting point). */
@@ -583,13 +580,16 @@ export class LLMEngine {
     );
   }
 
-  /** Write the host tier's copy of `key` into pool block b. */
-  private loadBlock(b: number, key: string): boolean {
-    const d = this.hostTier!.load(key);
-    if (!d) return false;
+  /** Write blocks' data (host-tier layout, [layers, 2, 1, blockSize, kvHeads, headDim] each) into pool blocks `ids`, in one write per layer. */
+  private writeBlockData(ids: number[], data: readonly Float32Array[]): void {
     const { layers, kvHeads, headDim } = this.model.cacheShape();
-    torch.scope(() => this.kvCache.writeBlocks([b], torch.tensor(d, { device: this.device }).reshape(layers, 2, 1, this.blockSize, kvHeads, headDim)));
-    return true;
+    const row = this.blockSize * kvHeads * headDim;
+    const n = ids.length;
+    const all = new Float32Array(layers * 2 * n * row);
+    data.forEach((d, j) => {
+      for (let lk = 0; lk < layers * 2; lk++) all.set(d.subarray(lk * row, (lk + 1) * row), (lk * n + j) * row);
+    });
+    torch.scope(() => this.kvCache.writeBlocks(ids, torch.tensor(all, { device: this.device }).reshape(layers, 2, n, this.blockSize, kvHeads, headDim)));
   }
 
   private accept(req: Request, tok: number, lp?: TokenLogprob): void {

@@ -33,8 +33,8 @@ export interface SchedulerOptions {
   hostTier: HostKVTier | null;
   /** Reads the KV of one pool block (all layers) for the host tier; may be asynchronous to finish. */
   saveBlock?: (block: number, key: string) => void;
-  /** Writes host-tier data into a pool block. */
-  loadBlock?: (block: number, key: string) => boolean;
+  /** Writes blocks' data (one array per block, the host tier's layout) into pool blocks, in one go. */
+  writeBlocks?: (blocks: number[], data: Float32Array[]) => void;
   /** Copies of shared blocks to make before a sequence writes into them. */
   copyBlocks?: (copies: BlockCopy[]) => void;
   /**
@@ -63,7 +63,8 @@ export class Scheduler {
       onEvict: save || o.onKvEvent
         ? (salt, tokens, blocks) => {
             const keys = HostKVTier.keys(salt, tokens, o.blockSize).slice(-blocks.length);
-            if (save) blocks.forEach((b, i) => save(b, keys[i]!));
+            // a block the tier already holds (saved at an earlier eviction, loaded back since) is not copied again
+            if (save) blocks.forEach((b, i) => o.hostTier!.has(keys[i]!) || save(b, keys[i]!));
             o.onKvEvent?.({ type: "BlockRemoved", blockHashes: keys, cacheSalt: salt });
           }
         : undefined,
@@ -170,9 +171,13 @@ export class Scheduler {
   private loadFromHost(req: Request, matched: number, limit: number): boolean {
     const bs = this.o.blockSize;
     const keys = HostKVTier.keys(req.salt, req.tokens, bs, Math.floor(limit / bs));
-    let n = 0;
-    for (let i = matched / bs; i < keys.length && this.o.hostTier!.has(keys[i]!); i++) n++;
-    return this.importBlocks(req.tokens, req.salt, matched / bs, n, (b, i) => this.o.loadBlock!(b, keys[matched / bs + i]!)) > 0;
+    const data: Float32Array[] = [];
+    for (let i = matched / bs; i < keys.length; i++) {
+      const d = this.o.hostTier!.load(keys[i]!);
+      if (!d) break;
+      data.push(d);
+    }
+    return this.importBlocks(req.tokens, req.salt, matched / bs, data) > 0;
   }
 
   /** Blocks of `tokens` (under `salt`) the prefix cache has on the device now, counted from the start. */
@@ -181,29 +186,32 @@ export class Scheduler {
   }
 
   /**
-   * Put the KV of blocks [first, first + n) of `tokens` into fresh pool blocks (`load(block, i)` writes block
-   * i's data; false stops) and into the prefix cache after the `first` blocks it already holds. Evicts to make
-   * room; returns the blocks taken (a host-tier hit, or blocks pulled from another replica).
+   * Put the KV of blocks [first, first + data.length) of `tokens` (under `salt`; data[i] is block first + i's,
+   * in the host tier's layout) into fresh pool blocks, written in one go, and into the prefix cache after the
+   * `first` blocks it already holds. Evicts to make room; returns the blocks taken (a host-tier hit, or blocks
+   * pulled from another replica).
    */
-  importBlocks(tokens: readonly number[], salt: string, first: number, n: number, load: (block: number, i: number) => boolean): number {
+  importBlocks(tokens: readonly number[], salt: string, first: number, data: readonly Float32Array[]): number {
     const bs = this.o.blockSize;
+    const n = data.length;
     if (n <= 0 || this.cachedBlocks(tokens, salt) < first) return 0;
-    if (this.pool.free < n) this.radix.evict(n - this.pool.free);
-    const ids = this.pool.allocate(Math.min(n, this.pool.free));
-    if (!ids || ids.length === 0) return 0;
-    let ok = 0;
-    for (const [j, b] of ids.entries()) {
-      if (!load(b, j)) break;
-      ok++;
+    // the cached blocks before them must survive the eviction that makes room
+    const m = this.radix.match(tokens, salt, { maxTokens: first * bs, countStats: false });
+    this.radix.lock(m.node);
+    let ids: number[] | null = null;
+    try {
+      if (this.pool.free < n) this.radix.evict(n - this.pool.free);
+      ids = this.pool.allocate(Math.min(n, this.pool.free));
+      if (!ids || ids.length === 0) return 0;
+      this.o.writeBlocks!(ids, data.slice(0, ids.length));
+      const end = (first + ids.length) * bs;
+      this.radix.insert(tokens.slice(0, end), [...m.blocks, ...ids], salt);
+      if (this.o.onKvEvent) this.storedEvent(salt, tokens.slice(0, end), ids.length);
+      return ids.length;
+    } finally {
+      this.radix.unlock(m.node);
+      if (ids?.length) this.pool.release(ids); // the tree holds what it took
     }
-    if (ok > 0) {
-      const end = (first + ok) * bs;
-      const m = this.radix.match(tokens, salt, { maxTokens: first * bs, countStats: false });
-      this.radix.insert(tokens.slice(0, end), [...m.blocks, ...ids.slice(0, ok)], salt);
-      if (this.o.onKvEvent) this.storedEvent(salt, tokens.slice(0, end), ok);
-    }
-    this.pool.release(ids); // the tree holds what it took
-    return ok;
   }
 
   /** Slots for positions [0, upTo) of req; evicts cached blocks when the pool is short. False: still short. */
