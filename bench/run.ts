@@ -51,12 +51,14 @@ const version = (p: string) => {
 // sections other benchmarks append (bench/transformers' decode tables) follow this marker and
 // survive a new run of this one
 const KEEP = "<!-- sections below are written by other benchmarks and kept by npm run bench -->";
-let kept = "";
-try {
-  const old = readFileSync(`${here}RESULTS.md`, "utf8");
-  if (old.includes(KEEP)) kept = old.slice(old.indexOf(KEEP));
-} catch {
-  // no previous results
+/** The kept sections as they are now: a suite of this run (bench/serve) may have rewritten its own. */
+function keptNow(): string {
+  try {
+    const old = readFileSync(`${here}RESULTS.md`, "utf8");
+    return old.includes(KEEP) ? old.slice(old.indexOf(KEEP)) : "";
+  } catch {
+    return ""; // no previous results
+  }
 }
 const rows: Row[] = [];
 for (const j of selected) {
@@ -72,6 +74,7 @@ for (const j of selected) {
   if (r.status !== 0)
     rows.push({ suite: j.file.replace(".ts", ""), workload: label, error: `exit ${r.status ?? r.signal}: ${(r.stderr ?? "").trim().split("\n").slice(-3).join(" | ").slice(0, 300)}` });
   process.stderr.write(`  (${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);
+  const kept = keptNow();
   if (write) writeFileSync(`${here}RESULTS.md`, markdown(false) + (kept ? `\n${kept}` : "")); // partial results survive an interrupted run
 }
 
@@ -90,7 +93,8 @@ const best = (suite: string, workload: string, variant?: string) =>
     .map((r) => r.gflops ?? r.gbs ?? 0).reduce((a, b) => Math.max(a, b), 0) || undefined;
 const x = (a?: number, b?: number) => (a && b ? `${(a / b).toFixed(2)}x` : "n/a");
 
-const workloads = [...new Set(rows.filter((r) => r.workload !== "info" && !r.error && r.suite !== "probe" && r.suite !== SMALL).map((r) => r.workload))];
+// suites with sections of their own (the small step's table, bench/serve's tables) stay out of the summary
+const workloads = [...new Set(rows.filter((r) => r.workload !== "info" && !r.error && r.suite !== "probe" && r.suite !== SMALL && !r.suite.startsWith("serve")).map((r) => r.workload))];
 const lines: string[] = [];
 lines.push(`# Benchmark results`, ``);
 if (!done) lines.push(`(partial: the run was still going when this was written)`, ``);
@@ -132,6 +136,7 @@ for (const r of rows)
   lines.push(`| ${r.suite} | ${r.workload} | ${r.variant ?? ""} | ${r.ms ?? ""} | ${r.medianMs ?? ""} | ${r.gflops ?? ""} | ${r.gbs ?? ""} | ${(r.error ? "ERROR " + r.error : (r.note ?? "")).replace(/\|/g, "/")} |`);
 return lines.join("\n") + "\n";
 }
+const kept = keptNow();
 const md = markdown(true) + (kept ? `\n${kept}` : "");
 if (write) writeFileSync(`${here}RESULTS.md`, md);
 process.stdout.write(md);
