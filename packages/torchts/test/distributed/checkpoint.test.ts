@@ -13,8 +13,8 @@ import { runChecks } from "./run_checks.js";
 const root = mkdtempSync(join(tmpdir(), "torchts-dcp-"));
 test.after(() => rmSync(root, { recursive: true, force: true }));
 
-for (const n of [2, 4]) test(`distributed checkpoints at world size ${n}`, (t) => runChecks(t, "checkpoint", n, { minChecks: 7, args: ["save", join(root, `n${n}`), root] }));
-for (const n of [1, 2, 4])
+for (const n of [2, 4]) test(`distributed checkpoints at world size ${n}`, (t) => runChecks(t, "checkpoint", n, { minChecks: n === 4 ? 9 : 7, args: ["save", join(root, `n${n}`), root] }));
+for (const n of [1, 2])
   test(`checkpoints saved at other world sizes load at ${n}`, (t) => runChecks(t, "checkpoint", n, { minChecks: 2, args: ["load", join(root, `load${n}`), root] }));
 
 test("a run killed with SIGKILL during a save resumes from the previous checkpoint with identical losses", async () => {
