@@ -96,7 +96,7 @@ test("priority < 0 is shed while the replica is saturated; priority 0 waits and 
     const shedBody = await post(`${rt.url}/v1/completions`, body(2, { priority: -5 }));
     assert.equal(shedBody.status, 429, "the body's priority counts too");
     const normal = post(`${rt.url}/v1/completions`, body(2));
-    assert.ok(await until(() => rt.router.flow.depth === 1), "priority 0 waits in the router");
+    assert.ok(await until(() => rt.router.flow.depth === 1, 10_000), "priority 0 waits in the router");
     for (const h of holds) h.stop();
     assert.equal((await normal).status, 200);
     assert.ok(await until(async () => (await metric(rep.url, "vllm:num_requests_running")) === 0, 10_000));

@@ -18,7 +18,7 @@ let a: ChildRouter, b: RunningRouter;
 before(async () => {
   reps = await spawnReplicas(4, dir, ["--kv-events", "--max-num-seqs", "4", "--num-kv-blocks", "96", "--max-num-batched-tokens", "128"]);
   // the same configuration for both (CPU replicas answer scrapes late: see prefix_routing.test.ts)
-  const cfg = { tokenizer: { model: dir }, health: { staleAfterMs: 1000 } };
+  const cfg = { tokenizer: { model: dir }, health: { staleAfterMs: 5000 } };
   const file = join(dir, "router.yaml");
   writeFileSync(file, stringify({ apiVersion: "torchts.router/v1", kind: "RouterConfig", replicas: reps.map((r) => ({ url: r.url })), ...cfg }));
   [a, b] = await Promise.all([spawnRouter(file), startRouter(reps.map((r) => r.url), cfg)]);

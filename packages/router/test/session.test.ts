@@ -12,7 +12,8 @@ let rt: RunningRouter;
 before(async () => {
   reps = await spawnReplicas(4, modelDir(), ["--max-num-batched-tokens", "128"]);
   // CPU replicas on two cores answer scrapes late: see prefix_routing.test.ts
-  rt = await startRouter(reps.map((r) => r.url), { health: { staleAfterMs: 1000 } });
+  // replicas on two shared cores answer scrapes late: stale (= saturated) would move sessions for no reason
+  rt = await startRouter(reps.map((r) => r.url), { health: { staleAfterMs: 5000 } });
 });
 after(async () => {
   await rt?.close();
