@@ -10,14 +10,16 @@
 // Replicate), last mesh dim first, every dim that changes (and the nested shards inside it); then
 // apply the targets, first mesh dim first. The direct reduce-scatter and all-to-all are used
 // where a mesh dim's change touches tensor dims no other mesh dim shards.
-import { noGrad } from "../../autograd/grad_mode.js";
+import { Function, FunctionCtx } from "../../autograd/function.js";
+import { isGradEnabled, noGrad } from "../../autograd/grad_mode.js";
 import { cat } from "../../ops/shape_ops.js";
 import { zeros } from "../../ops/creation.js";
 import type { Tensor } from "../../tensor.js";
+import type { ProcessGroup } from "../process_group.js";
 import { allGatherIntoTensor, allReduce, allToAll, reduceScatterTensor } from "../collectives.js";
 import type { DeviceMesh } from "../device_mesh.js";
 import { DistError } from "../errors.js";
-import { DTensor, hooks, levelSize, type DTensorLike } from "./dtensor.js";
+import { DTensor, hooks, levelSize, type DTensorLike, type DTensorSpec } from "./dtensor.js";
 import { chunkRange, Partial, type Placement, Replicate, Shard } from "./placement.js";
 
 /** cat that skips empty pieces (the cpu cat kernel fails on them; torch.cat allows them). */
@@ -136,7 +138,8 @@ function shardedElsewhere(d: number, i: number, a: readonly Placement[], b: read
   return [a, b].some((pl) => pl.some((p, k) => k !== i && p instanceof Shard && p.dim === d));
 }
 
-export function redistributeLocal(x: DTensorLike, mesh: DeviceMesh, target: Placement[]): DTensor {
+/** The local tensor of `x` redistributed to `target` (no autograd). */
+function redistributeRaw(x: DTensorLike, mesh: DeviceMesh, target: Placement[]): Tensor {
   const src = x._spec.placements;
   const P = new Planner(x._spec.shape, mesh);
   const s: State = { local: x._local, placements: [...src] };
@@ -172,8 +175,62 @@ export function redistributeLocal(x: DTensorLike, mesh: DeviceMesh, target: Plac
       if (!(to instanceof Replicate)) P.split(s, i, to);
     }
   });
-  const out = new DTensor(s.local, { mesh, placements: target, shape: x._spec.shape });
-  return out;
+  return s.local;
+}
+
+const noPartial = (pl: readonly Placement[]) => pl.map((p) => (p instanceof Partial ? new Replicate() : p));
+
+/**
+ * Redistribution as an autograd op on the local tensors. Gradients follow one convention: the
+ * gradient of a Replicate or Partial DTensor is the whole gradient on every rank, that of a Shard the
+ * rank's chunk. So the backward of from -> to is the gradient redistributed to -> from with Partial
+ * read as Replicate: a gather's backward takes the chunk, a chunk's backward gathers, an
+ * all-reduce's is the identity, a reduce-scatter's gathers.
+ */
+class Redistribute extends Function {
+  static override forward(ctx: FunctionCtx, local: Tensor, spec: DTensorSpec, target: Placement[]): Tensor {
+    // (the DTensor is rebuilt here: passed itself, autograd would take it for an input)
+    ctx.spec = { mesh: spec.mesh, from: noPartial(spec.placements), to: noPartial(target), shape: spec.shape };
+    return redistributeRaw(new DTensor(local, spec), spec.mesh, target);
+  }
+  static override backward(ctx: FunctionCtx, g: Tensor): Tensor {
+    const { mesh, from, to, shape } = ctx.spec as { mesh: DeviceMesh; from: Placement[]; to: Placement[]; shape: number[] };
+    if (from.every((p, k) => p.equals(to[k]!))) return g;
+    return redistributeRaw(new DTensor(g.contiguous(), { mesh, placements: to, shape }), mesh, from);
+  }
+}
+
+export function redistributeLocal(x: DTensorLike, mesh: DeviceMesh, target: Placement[]): DTensor {
+  const differentiable = isGradEnabled() && x._local.requiresGrad;
+  const local = differentiable ? Redistribute.apply<Tensor>(x._local, x._spec, target) : redistributeRaw(x, mesh, target);
+  return new DTensor(local, { mesh, placements: target, shape: x._spec.shape });
+}
+
+/** Identity forward; the gradient all-reduced (SUM) over a mesh dim's group (Megatron's f). */
+class SumGradients extends Function {
+  static override forward(ctx: FunctionCtx, local: Tensor, group: ProcessGroup): Tensor {
+    ctx.group = group;
+    return local;
+  }
+  static override backward(ctx: FunctionCtx, g: Tensor): Tensor {
+    const t = g.contiguous().clone();
+    allReduce(t, { group: ctx.group as ProcessGroup });
+    return t;
+  }
+}
+
+/**
+ * The local tensor of an argument placed `arg`, for an op whose output is placed `out`: on a mesh dim
+ * where the argument is replicated but the output is not (each rank computes a different part
+ * from it), the argument's local gradient is only this rank's share, so the backward sums it.
+ */
+export function forOutput(local: Tensor, arg: readonly Placement[], out: readonly Placement[], mesh: DeviceMesh): Tensor {
+  if (!isGradEnabled() || !local.requiresGrad) return local;
+  let t = local;
+  arg.forEach((p, k) => {
+    if (p instanceof Replicate && !(out[k] instanceof Replicate) && mesh.shape[k]! > 1) t = SumGradients.apply<Tensor>(t, mesh.getGroup(k));
+  });
+  return t;
 }
 
 hooks.redistribute = redistributeLocal;

@@ -18,6 +18,7 @@ import { DistError } from "../errors.js";
 import { RULES, wrap, type OpCall } from "./dispatch.js";
 import { DTensor, isDTensor, localLayout, type DTensorLike } from "./dtensor.js";
 import { chunkRange, Partial, type Placement, Replicate, Shard } from "./placement.js";
+import { forOutput } from "./redistribute.js";
 import { dtensorArgs, meshOf } from "./rules_pointwise.js";
 
 const R = () => new Replicate();
@@ -98,8 +99,8 @@ function matmulRule(c: OpCall): DTensor {
     if (b instanceof Partial && b.reduceOp === "sum" && !(a instanceof Partial)) return set(R(), b, b);
     return set(R(), R(), R());
   });
-  c.vals[ia] = to(A, pa);
-  c.vals[ib] = to(B, pb);
+  c.vals[ia] = forOutput(to(A, pa), pa, po, mesh);
+  c.vals[ib] = forOutput(to(B, pb), pb, po, mesh);
   return wrap(name, c.run(), mesh, po, outShape);
 }
 for (const n of ["matmul", "mm", "bmm"]) RULES.set(n, matmulRule);
@@ -139,7 +140,7 @@ RULES.set("embedding", (c) => {
   const table = w.redistribute(null, pw);
   if (rowSharded < 0) {
     c.vals[arg(c, "input")] = ids;
-    c.vals[arg(c, "weight")] = table._local;
+    c.vals[arg(c, "weight")] = forOutput(table._local, pw, po, mesh);
     return wrap("embedding", c.run(), mesh, po, outShape);
   }
   if (c.vals[arg(c, "paddingIdx")] !== null && c.vals[arg(c, "paddingIdx")] !== undefined)
@@ -180,9 +181,13 @@ function reduction(kind: "sum" | "mean" | "amax" | "amin") {
         }
       } else if (p instanceof Partial) {
         // sums and means are linear: a Partial(sum) stays one; a max of partial sums is not
-        if (p.reduceOp === "sum" && kind !== "amax" && kind !== "amin") (need.push(p), out.push(p));
-        else (need.push(R()), out.push(R()));
-      } else (need.push(p), out.push(p));
+        const keep = p.reduceOp === "sum" && kind !== "amax" && kind !== "amin";
+        need.push(keep ? p : R());
+        out.push(keep ? p : R());
+      } else {
+        need.push(p);
+        out.push(p);
+      }
     });
     const local = to(x, need);
     let r: Tensor;
@@ -232,7 +237,8 @@ for (const n of ["layerNorm", "rmsNorm"])
       const v = c.vals[arg(c, p)];
       if (v === null || v === undefined) continue;
       if (!isDTensor(v)) throw new DistError(`${n}: got mixed Tensor and DTensor (${p})`);
-      c.vals[arg(c, p)] = to(v, v._spec.placements.map(() => R()));
+      const rep = v._spec.placements.map(() => R());
+      c.vals[arg(c, p)] = forOutput(to(v, rep), rep, need, x._spec.mesh);
     }
     return wrap(n, c.run(), x._spec.mesh, need, x.shape);
   });
@@ -355,8 +361,9 @@ function reshapeRule(c: OpCall, x: DTensorLike, target: number[], shapeArg: numb
   x._spec.placements.forEach((p, k) => {
     const nested = p instanceof Shard && x._spec.placements.some((q, j) => j !== k && q.isShard(p.dim));
     const e = p instanceof Shard && !nested ? reshapeTarget(x.shape, out, p.dim, mesh.shape[k]!) : -1;
-    if (p instanceof Shard && e < 0) (need.push(R()), placed.push(R()));
-    else (need.push(p), placed.push(p instanceof Shard ? new Shard(e) : p));
+    const gather = p instanceof Shard && e < 0;
+    need.push(gather ? R() : p);
+    placed.push(gather ? R() : p instanceof Shard ? new Shard(e) : p);
   });
   c.vals[0] = to(x, need);
   c.vals[shapeArg] = localLayout(out, placed, mesh.shape, mesh.getCoordinate()!).shape;

@@ -11,6 +11,7 @@ import { DistError } from "../errors.js";
 import { mixedError, RULES, wrap, type OpCall } from "./dispatch.js";
 import { isDTensor, type DTensorLike } from "./dtensor.js";
 import { Partial, type Placement, Replicate, Shard } from "./placement.js";
+import { forOutput } from "./redistribute.js";
 
 const UNARY = "exp log sqrt rsqrt sin cos tan tanh sigmoid erf expm1 log1p reciprocal atan asin acos sinh cosh asinh acosh atanh log2 exp2 frac log10 neg abs sign floor ceil round trunc fix isnan isinf isfinite square relu logicalNot bitwiseNot clamp clip hardtanh relu6 leakyRelu elu celu selu gelu silu softplus mish logsigmoid hardsigmoid hardswish softsign tanhshrink threshold float double half bfloat16 long int bool byte";
 const BINARY = "add sub rsub mul div trueDivide floorDivide remainder fmod pow maximum minimum atan2 eq ne lt le gt ge logicalAnd logicalOr logicalXor bitwiseAnd bitwiseOr bitwiseXor where lerp addcmul addcdiv maskedFill";
@@ -53,11 +54,12 @@ function argPlacement(p: Placement, a: DTensorLike, outShape: readonly number[])
 }
 
 /** Bring each DTensor argument to what `out` needs and put its local tensor into the call. */
-export function localize(c: OpCall, args: { i: number; t: DTensorLike }[], need: (a: DTensorLike) => Placement[]): void {
+export function localize(c: OpCall, args: { i: number; t: DTensorLike }[], need: (a: DTensorLike) => Placement[], out: readonly Placement[], skip?: DTensorLike | null): void {
   for (const { i, t } of args) {
     const want = need(t);
     const same = want.every((p, k) => p.equals(t._spec.placements[k]!));
-    c.vals[i] = (same ? t : t.redistribute(null, want))._local;
+    const local = (same ? t : t.redistribute(null, want))._local;
+    c.vals[i] = t === skip ? local : forOutput(local, want, out, t._spec.mesh);
   }
 }
 
@@ -94,7 +96,7 @@ function pointwise(c: OpCall, inplace: boolean): unknown {
     if (parts.every((p) => p instanceof Partial && p.equals(parts[0]!)) && partialOk(parts[0] as Partial)) return parts[0]!;
     return new Replicate();
   });
-  localize(c, args, (a) => out.map((p) => argPlacement(p, a, outShape)).map((p, k) => (a === self && inplace ? a._spec.placements[k]! : p)));
+  localize(c, args, (a) => out.map((p) => argPlacement(p, a, outShape)).map((p, k) => (a === self && inplace ? a._spec.placements[k]! : p)), out, inplace ? self : null);
   const r = c.run();
   if (inplace) return self;
   return wrap(name, r, mesh, out, outShape);
@@ -121,6 +123,17 @@ RULES.set("to", (c) => {
   const r = (c.vals[0] = t._local, c.run()) as Tensor;
   if (r.device !== t._local.device) throw new DistError("to: moving a DTensor to another device is not supported");
   return r === t._local ? t : wrap("to", r, t._spec.mesh, t._spec.placements, t.shape);
+});
+
+// backward from a DTensor (a loss): from its local tensor (a Partial or Replicate loss's local gradient is
+// the whole one, the gradient convention of redistribute.ts)
+RULES.set("backward", (c) => {
+  const t = c.vals[0] as DTensorLike;
+  const g = c.vals[1];
+  if (g !== null && g !== undefined && !isDTensor(g)) throw mixedError("backward (gradient)");
+  c.vals[0] = t._local;
+  if (g) c.vals[1] = (g as DTensorLike).redistribute(null, t._spec.placements.map((p) => (p instanceof Partial ? new Replicate() : p)))._local;
+  return c.run();
 });
 
 // metadata (the global tensor's) and autograd flags: the op on the DTensor itself

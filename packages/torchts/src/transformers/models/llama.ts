@@ -61,7 +61,8 @@ class LlamaAttention extends nn.Module {
     k = applyRope(k, rope);
     // [B, nkv, S, hd] in one or two segments along S (a KV cache's completed blocks and tail)
     const { keys, values } = cache ? cache.updateSegments(this.layerIdx, k, v0, cachePos) : { keys: [k], values: [v0] };
-    return this.o_proj.forward(attend(q, keys, values, mask, this.hd ** -0.5).transpose(1, 2).reshape(B, L, this.nh * this.hd));
+    // (-1: under tensor parallelism this rank holds a slice of the heads)
+    return this.o_proj.forward(attend(q, keys, values, mask, this.hd ** -0.5).transpose(1, 2).reshape(B, L, -1));
   }
 
   /**
