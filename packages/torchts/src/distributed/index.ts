@@ -25,3 +25,4 @@ export { allGatherObject, broadcastObjectList } from "./object_collectives.js";
 export * as checkpoint from "./checkpoint/index.js";
 export * as fsdp from "./fsdp/index.js";
 export { fullyShard, MixedPrecisionPolicy } from "./fsdp/index.js";
+export * as pipelining from "./pipelining/index.js";
