@@ -8,7 +8,8 @@ import { Dim, type DimSym } from "../dims.js";
 import { ExportError } from "../errors.js";
 import { exportProgram, type ExportOptions } from "../export.js";
 import { ExportedProgram } from "../program.js";
-import { lowerToOnnx, type LoweredModel, type OnnxOptions } from "./lower.js";
+import { lowerToOnnx, type LoweredModel } from "./lower.js";
+import type { OnnxOptions } from "./options.js";
 
 const { onnx } = onnxPkg;
 

@@ -35,11 +35,8 @@ function attr(name: string, v: Attr): IAttr {
   return { name, type: A.TENSOR, t: v.tensor };
 }
 
-export interface OnnxOptions {
-  opsetVersion?: number;
-  inputNames?: string[];
-  outputNames?: string[];
-}
+import type { OnnxOptions } from "./options.js";
+export type { OnnxOptions } from "./options.js";
 
 /** An initializer: its proto (raw bytes inline) and its byte size, so the writer can move it to external data. */
 export interface Initializer {
