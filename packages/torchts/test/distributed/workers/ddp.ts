@@ -242,7 +242,7 @@ await check("overlap: the all-reduces of early buckets run while backward comput
   const model = new nn.Sequential(...Array.from({ length: 10 }, () => new nn.Linear(320, 320)));
   const ddp = new DDP(model, { bucketCapMb: 0.4 });
   const params = [...model.parameters()];
-  const x = torch.randn([2048, 320]);
+  const x = torch.randn([1536, 320]);
   const step = () => {
     ddp.forward(x).pow(2).mean().backward();
     for (const p of params) p.grad!._contiguousHost(); // every reduced gradient has arrived
