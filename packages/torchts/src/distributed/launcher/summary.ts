@@ -63,10 +63,20 @@ function formatOne(idx: number, f: ProcessFailure): string {
   ].join("\n");
 }
 
-/** The report for `failures` (the first is the root cause) of `name` (the script). */
+/** A worker whose collective failed because a peer went away: a consequence, never the root cause. */
+function peerGone(f: ProcessFailure): boolean {
+  return /closed its connection|its process exited or was killed/.test(errorFileMessage(f.errorFile)?.message ?? "");
+}
+
+/**
+ * The report for `failures` of `name` (the script). The root cause is the first observed failure, except
+ * that workers which only failed because a peer exited go after the others (two failures in the same
+ * second are often observed in either order).
+ */
 export function formatChildFailed(name: string, failures: ProcessFailure[]): string {
   const title = `${name} FAILED`;
-  const parts = failures.map((f, i) => formatOne(i, f));
+  const ordered = [...failures.filter((f) => !peerGone(f)), ...failures.filter(peerGone)];
+  const parts = ordered.map((f, i) => formatOne(i, f));
   const width = Math.min(60, Math.max(title.length, ...parts.flatMap((p) => p.split("\n").map((l) => l.length))));
   const others = parts.slice(1);
   return [
