@@ -36,7 +36,10 @@ export const GRPO_SCHEMA = {
     train_batch_size: int(8, "prompts per step", { min: 1 }),
     ppo_mini_batch_size: int(4, "prompts per policy update (their n responses each)", { min: 1 }),
     ppo_epochs: int(1, "passes over each step's rollouts", { min: 1 }),
-    lr: float(1e-4, "actor learning rate (constant)", { min: 0 }),
+    lr: float(1e-4, "actor peak learning rate", { min: 0 }),
+    warmup_style: str("constant", "actor LR schedule after warmup: constant, or cosine decay to min_lr_ratio x lr over the steps", { choices: ["constant", "cosine"] as const }),
+    lr_warmup_steps: int(0, "actor linear LR warmup steps", { min: 0 }),
+    min_lr_ratio: float(0.0, "cosine: the final LR as a fraction of lr", { min: 0, max: 1 }),
     weight_decay: float(0.01, "actor AdamW weight decay", { min: 0 }),
     max_norm: float(1.0, "gradient clipping (<= 0: off)"),
     clip_ratio_low: float(0.2, "PPO clip: ratio >= 1 - clip_ratio_low", { min: 0, max: 1 }),
@@ -52,6 +55,7 @@ export const GRPO_SCHEMA = {
   training: {
     seed: int(0, "seed of the init, the prompt order and the sampler", { min: 0 }),
     device: str("cpu", "device"),
+    compile: bool(true, "torch.compile the SFT step, the log-prob passes and the policy update (fixed shapes)"),
   },
   metrics: {
     log_freq: int(1, "log every this many GRPO steps", { min: 1 }),

@@ -102,13 +102,12 @@ function rolloutBatch(prompts: number[][], rows: { group: number; tokens: number
 }
 
 /** Log-probs [bs, R] of the response tokens, and the logits at their positions. */
-function responseLogProbs(model: CausalLM, b: RolloutBatch, P: number, R: number): { logp: Tensor; logits: Tensor } {
+function responseLogProbs(model: CausalLM, b: Pick<RolloutBatch, "input" | "attentionMask" | "responses">, P: number, R: number): { logp: Tensor; logits: Tensor } {
   const logits = model.forward(b.input, { attentionMask: b.attentionMask }).logits.narrow(1, P - 1, R); // position t predicts t + 1
   return { logp: tokenLogProbs(logits, b.responses), logits };
 }
 
-function rowsOf(b: RolloutBatch, idx: number[]): RolloutBatch {
-  const ix = torch.tensor(idx, { dtype: "int64" });
+function rowsOf(b: RolloutBatch, ix: Tensor): RolloutBatch {
   return { input: b.input.indexSelect(0, ix), attentionMask: b.attentionMask.indexSelect(0, ix), responses: b.responses.indexSelect(0, ix), responseMask: b.responseMask.indexSelect(0, ix) };
 }
 
@@ -159,18 +158,16 @@ export async function runGrpo(c: GrpoConfig, o: GrpoOptions = {}): Promise<GrpoR
     const sched = wsdScheduler(opt, { steps: c.sft.steps, warmupSteps: Math.min(c.sft.warmup_steps, c.sft.steps), decayRatio: 0.3, decayType: "cosine", minLrFactor: 0.1 });
     const next = problemOrder(problems.length, seed + 1);
     const F = torch.nn.functional;
-    const sftStep = torch.compile(
-      (x: Tensor, y: Tensor) => {
-        const logits = policy.forward(x).logits;
-        const loss = F.crossEntropy(logits.view(-1, cfg.vocabSize), y.view(-1), { ignoreIndex: -100 });
-        opt.zeroGrad({ setToNone: true });
-        loss.backward();
-        torch.nn.utils.clipGradNorm_([...policy.parameters()], 1.0);
-        opt.step();
-        return loss;
-      },
-      { modules: [policy], name: "sft_step" },
-    );
+    const sftFn = (x: Tensor, y: Tensor) => {
+      const logits = policy.forward(x).logits;
+      const loss = F.crossEntropy(logits.view(-1, cfg.vocabSize), y.view(-1), { ignoreIndex: -100 });
+      opt.zeroGrad({ setToNone: true });
+      loss.backward();
+      torch.nn.utils.clipGradNorm_([...policy.parameters()], 1.0);
+      opt.step();
+      return loss;
+    };
+    const sftStep = c.training.compile ? torch.compile(sftFn, { modules: [policy], name: "sft_step" }) : sftFn;
     const t0 = performance.now();
     for (let s = 1; s <= c.sft.steps; s++) {
       const rows = Array.from({ length: c.sft.batch_size }, () => encoded[next()]!);
@@ -189,6 +186,10 @@ export async function runGrpo(c: GrpoConfig, o: GrpoOptions = {}): Promise<GrpoR
   const sampler = new Sampler(createModel(cfg, device), tok, { maxNumSeqs: g.ppo_mini_batch_size * c.rollout.n * (g.train_batch_size / g.ppo_mini_batch_size), maxModelLen: P + R + 1 });
   sampler.syncWeights(policy);
   const opt = new torch.optim.AdamW([...policy.parameters()], { lr: g.lr, betas: [0.9, 0.999], weightDecay: g.weight_decay });
+  // VeRL's actor schedule: linear warmup, then constant or a cosine decay over the remaining steps
+  const actorSched = wsdScheduler(opt, {
+    steps: g.steps, warmupSteps: Math.min(g.lr_warmup_steps, g.steps), decayRatio: g.warmup_style === "cosine" ? -1 : 0, decayType: "cosine", minLrFactor: g.min_lr_ratio,
+  });
   const next = problemOrder(problems.length, seed + 2);
   const n = c.rollout.n;
   const records: Record<string, unknown>[] = [];
@@ -200,6 +201,28 @@ export async function runGrpo(c: GrpoConfig, o: GrpoOptions = {}): Promise<GrpoR
   }
   const { appendFileSync } = await import("node:fs");
   const maxNorm = g.max_norm > 0 ? g.max_norm : Infinity;
+  const policyParams = [...policy.parameters()];
+  const lossOpts = { clipRatioLow: g.clip_ratio_low, clipRatioHigh: g.clip_ratio_high, clipRatioC: g.clip_ratio_c, lossAggMode: g.loss_agg_mode };
+  // one policy update on a mini-batch: loss, backward, clipping, AdamW (compiled: the shapes are fixed)
+  const updateStep = (input: Tensor, am: Tensor, responses: Tensor, mask: Tensor, oldLp: Tensor, refLp: Tensor, advantages: Tensor): Tensor[] => {
+    const { logp, logits } = responseLogProbs(policy, { input, attentionMask: am, responses }, P, R);
+    const pl = policyLoss(oldLp, logp, advantages, mask, lossOpts);
+    const kl = aggLoss(klPenalty(logp, refLp, g.kl_loss_type), mask, g.loss_agg_mode);
+    let loss = g.use_kl_loss ? pl.pgLoss.add(kl.mul(g.kl_loss_coef)) : pl.pgLoss;
+    const ent = g.entropy_coeff > 0 ? aggLoss(entropyFromLogits(logits), mask, g.loss_agg_mode) : null;
+    if (ent) loss = loss.sub(ent.mul(g.entropy_coeff));
+    opt.zeroGrad({ setToNone: true });
+    loss.backward();
+    const gn = torch.nn.utils.clipGradNorm_(policyParams, maxNorm);
+    opt.step();
+    return [pl.pgLoss.detach(), kl.detach(), pl.pgClipfrac, pl.pgClipfracLower, pl.ppoKl.detach(), gn, ...(ent ? [ent.detach()] : [])];
+  };
+  const logProbsOf = (m: CausalLM, name: string) => {
+    const f = (input: Tensor, am: Tensor, responses: Tensor) => torch.noGrad(() => responseLogProbs(m, { input, attentionMask: am, responses }, P, R).logp);
+    return c.training.compile ? torch.compile(f, { modules: [m], name }) : f;
+  };
+  const update = c.training.compile ? torch.compile(updateStep, { modules: [policy], name: "grpo_update" }) : updateStep;
+  const [policyLogProbs, refLogProbs] = [logProbsOf(policy, "old_log_prob"), logProbsOf(ref, "ref_log_prob")];
   try {
     for (let step = 1; step <= g.steps; step++) {
       const t0 = performance.now();
@@ -212,42 +235,27 @@ export async function runGrpo(c: GrpoConfig, o: GrpoOptions = {}): Promise<GrpoR
       const rb = rolloutBatch(prompts, rolls, P, R, pad);
       const scoreT = torch.tensor(scores, { dtype: "float32" });
       const adv = grpoAdvantages(scoreT, rolls.map((r) => r.group), rb.responseMask, { normByStd: g.norm_adv_by_std_in_grpo });
-      const [oldLogp, refLogp] = torch.noGrad(() => [responseLogProbs(policy, rb, P, R).logp, responseLogProbs(ref, rb, P, R).logp]);
+      const [oldLogp, refLogp] = [policyLogProbs(rb.input, rb.attentionMask, rb.responses), refLogProbs(rb.input, rb.attentionMask, rb.responses)];
       const stats = { pgLoss: 0, kl: 0, clipfrac: 0, clipfracLower: 0, ppoKl: 0, gradNorm: 0, entropy: 0, updates: 0 };
       const perMini = g.ppo_mini_batch_size * n;
       for (let epoch = 0; epoch < g.ppo_epochs; epoch++) {
         for (let m0 = 0; m0 < rolls.length; m0 += perMini) {
-          const idx = Array.from({ length: perMini }, (_, i) => m0 + i);
-          const ix = torch.tensor(idx, { dtype: "int64" });
-          const mb = rowsOf(rb, idx);
-          const mask = mb.responseMask;
-          const { logp, logits } = responseLogProbs(policy, mb, P, R);
-          const pl = policyLoss(oldLogp.indexSelect(0, ix), logp, adv.indexSelect(0, ix), mask, {
-            clipRatioLow: g.clip_ratio_low, clipRatioHigh: g.clip_ratio_high, clipRatioC: g.clip_ratio_c, lossAggMode: g.loss_agg_mode,
-          });
-          let loss = pl.pgLoss;
-          const kl = aggLoss(klPenalty(logp, refLogp.indexSelect(0, ix), g.kl_loss_type), mask, g.loss_agg_mode);
-          if (g.use_kl_loss) loss = loss.add(kl.mul(g.kl_loss_coef));
-          let ent: Tensor | null = null;
-          if (g.entropy_coeff > 0) {
-            ent = aggLoss(entropyFromLogits(logits), mask, g.loss_agg_mode);
-            loss = loss.sub(ent.mul(g.entropy_coeff));
-          }
-          opt.zeroGrad({ setToNone: true });
-          loss.backward();
-          const gn = torch.nn.utils.clipGradNorm_([...policy.parameters()], maxNorm);
-          opt.step();
-          stats.pgLoss += await pl.pgLoss.item();
-          stats.kl += await kl.item();
-          stats.clipfrac += await pl.pgClipfrac.item();
-          stats.clipfracLower += await pl.pgClipfracLower.item();
-          stats.ppoKl += await pl.ppoKl.item();
-          stats.gradNorm += await gn.item();
-          if (ent) stats.entropy += await ent.item();
+          const ix = torch.arange(m0, m0 + perMini, { dtype: "int64" });
+          const mb = rowsOf(rb, ix);
+          const out = update(mb.input, mb.attentionMask, mb.responses, mb.responseMask, oldLogp.indexSelect(0, ix), refLogp.indexSelect(0, ix), adv.indexSelect(0, ix));
+          const [pg, kl, cf, cfl, pkl, gn, ent] = await Promise.all(out.map((x) => x.item()));
+          stats.pgLoss += pg!;
+          stats.kl += kl!;
+          stats.clipfrac += cf!;
+          stats.clipfracLower += cfl!;
+          stats.ppoKl += pkl!;
+          stats.gradNorm += gn!;
+          if (ent !== undefined) stats.entropy += ent;
           stats.updates++;
         }
       }
       sampler.syncWeights(policy);
+      actorSched.step();
       const meanReward = scores.reduce((a, b) => a + b, 0) / scores.length;
       rewards.push(meanReward);
       const u = stats.updates;
