@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
  * (tsx), so a run never uses a stale build (packages/torchts/dist, e.g. one a test made earlier);
  * elsewhere the installed torchts is used. False (after saying why) when neither works.
  */
-async function ensureTorchts(command: string): Promise<boolean> {
+export async function ensureTorchts(command: string): Promise<boolean> {
   const sources = new URL("../../torchts/src/index.ts", import.meta.url);
   if (existsSync(fileURLToPath(sources)) && process.env.TORCHTS_CLI_DIST !== "1") {
     try {

@@ -2,22 +2,12 @@
 // min_tokens ban on stop tokens, a constraint's mask (structured output), then torchts's chooseToken
 // (temperature, top_k, top_p, min_p, repetition penalty) with the request's own seeded RNG, so a seed
 // gives the same tokens whatever else is in the batch.
-import { chooseToken, type GenerateOptions } from "torchts/transformers";
+import { chooseToken, mulberry32, type GenerateOptions } from "torchts/transformers";
 import type { SamplingParams } from "./engine.js";
 
-// Each request owns a seeded RNG, which it passes to torchts's chooseToken. This is torchts's mulberry32
-// (packages/torchts/src/utils/prng.ts), copied: torchts does not export it, and its generate() seeds
-// one RNG per call, not per request. The same algorithm keeps a seed's draws those of generate({ seed }).
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// Each request owns a seeded RNG: torchts's mulberry32, the one generate({ seed }) draws from, so a
+// request's seed gives generate()'s tokens.
+export const seededRandom: (seed: number) => () => number = mulberry32;
 
 /** What sampling needs to know about the request so far. */
 export interface SamplingState {

@@ -2,7 +2,7 @@
 // driver that decodes a constraint from random scores (a model that knows nothing), and ajv.
 import { readFileSync } from "node:fs";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { PreTrainedTokenizer } from "torchts/transformers";
+import { mulberry32, PreTrainedTokenizer } from "torchts/transformers";
 import type { JsonConstraint } from "../src/structured/json_constraint.js";
 
 const HF = new URL("../../torchts/test/fixtures/hf/byte_tokenizer/", import.meta.url).pathname;
@@ -14,17 +14,8 @@ export function byteTokenizer(): PreTrainedTokenizer {
   return new PreTrainedTokenizer(tj, cfg);
 }
 
-/** mulberry32: seeded floats in [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32 (torchts's): seeded floats in [0, 1). */
+export const rng: (seed: number) => () => number = mulberry32;
 
 export const ajv = () => new Ajv2020({ strict: false, allErrors: true });
 

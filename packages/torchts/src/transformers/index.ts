@@ -8,6 +8,8 @@ export { Qwen3ForCausalLM } from "./models/qwen3.js";
 export { GPT2LMHeadModel, Conv1D } from "./models/gpt2.js";
 export { KVCache, type KVCacheOptions } from "./kv_cache.js";
 export { PagedKVCache, pagedBatch, type PagedKVCacheOptions, type PagedBatch, type PagedSequence } from "./paged_kv_cache.js";
+// the seeded host PRNG generate() uses (a serving engine seeds one per request, so a seed gives generate({ seed })'s draws)
+export { mulberry32 } from "../utils/prng.js";
 export { generate, chooseToken, type GenerateOptions, type GenerateOutput, type StreamEvent } from "./generate.js";
 export { Checkpoint } from "./weights.js";
 export { AutoTokenizer, PreTrainedTokenizer, type ChatMessage, type ApplyChatTemplateOptions } from "./tokenizer.js";

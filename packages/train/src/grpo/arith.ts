@@ -1,5 +1,6 @@
 // A locally generated arithmetic word-problem set in GSM8K's format: a question, a worked solution whose
 // last line is "#### <answer>", and the answer. Seeded (its own PRNG): the same seed gives the same set.
+import { mulberry32 } from "torchts/transformers";
 
 export interface Problem {
   question: string;
@@ -9,17 +10,8 @@ export interface Problem {
   answer: string;
 }
 
-/** mulberry32: a small, fast, seeded 32-bit PRNG (uniform in [0, 1)). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32 (torchts's seeded host PRNG, uniform in [0, 1)). */
+export { mulberry32 };
 
 const NAMES = ["Tom", "Ann", "Sam", "Mia", "Ben", "Eva", "Leo", "Ivy"];
 const THINGS = ["apples", "pens", "coins", "books", "cards", "shells"];
