@@ -11,8 +11,12 @@ import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:
 import { join } from "node:path";
 import * as torch from "torchts";
 import type { Tensor } from "torchts";
-import * as dist from "torchts/distributed";
 import { ConfigError } from "./config/parse.js";
+
+// torch.distributed, not the "torchts/distributed" entry: the repository CLI maps only "torchts" and
+// "torchts/transformers" to the sources (@torchts/serve/cli's tsconfig), so another entry could load a
+// second copy of torchts (its built dist/) whose Tensor class is not this one
+const dist = torch.distributed;
 
 export type CheckpointBackend = "dcp" | "file";
 

@@ -3,10 +3,14 @@
 // for data_parallel_shard_degree; gradient clipping over sharded gradients.
 import * as torch from "torchts";
 import type { Tensor } from "torchts";
-import * as dist from "torchts/distributed";
 import type { ForwardOptions, CausalLMOutput } from "torchts/transformers";
 import type { CausalLM } from "./model/build.js";
 import type { ParallelDims } from "./parallel.js";
+
+// torch.distributed, not the "torchts/distributed" entry: the repository CLI maps only "torchts" and
+// "torchts/transformers" to the sources (@torchts/serve/cli's tsconfig), so another entry could load a
+// second copy of torchts (its built dist/) whose Tensor class is not this one
+const dist = torch.distributed;
 
 export function distributedFeatures(): { ddp: boolean; fsdp: boolean; dcp: boolean } {
   const api = dist as unknown as Record<string, unknown>;

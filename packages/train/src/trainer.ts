@@ -7,7 +7,6 @@ import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import * as torch from "torchts";
 import type { Tensor } from "torchts";
-import * as dist from "torchts/distributed";
 import { AutoTokenizer, type PreTrainedTokenizer, type PretrainedConfig } from "torchts/transformers";
 import { validateJob, type JobConfig } from "./config/job.js";
 import { ConfigError } from "./config/parse.js";
@@ -22,6 +21,11 @@ import { measurePeakFlops } from "./metrics/peak.js";
 import { lastPerStep, metricsPlotPng } from "./metrics/plot.js";
 import { batchPlan, dataParallelRank, parallelDims, unsupported, type ParallelDims } from "./parallel.js";
 import { distributedFeatures, wrapDataParallel } from "./distributed.js";
+
+// torch.distributed, not the "torchts/distributed" entry: the repository CLI maps only "torchts" and
+// "torchts/transformers" to the sources (@torchts/serve/cli's tsconfig), so another entry could load a
+// second copy of torchts (its built dist/) whose Tensor class is not this one
+const dist = torch.distributed;
 
 const dcpState = dist.checkpoint.stateDict;
 

@@ -8,7 +8,8 @@ import { fileURLToPath } from "node:url";
 
 export const RECIPES = fileURLToPath(new URL("../../../recipes", import.meta.url));
 export const TORCHTS_BIN = fileURLToPath(new URL("../../torchts/bin/torchts.js", import.meta.url));
-export const PACKAGE_DIR = fileURLToPath(new URL("..", import.meta.url));
+/** The CLI runs from the repository root, as `npx torchts train` does (no tsconfig there: the CLI resolves torchts itself). */
+export const REPO_ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 
 export function tmp(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `torchts-train-${prefix}-`));
@@ -33,12 +34,12 @@ export interface RunResult {
 }
 
 /**
- * Run `torchts ARGS` (the repository's CLI), optionally killing it with SIGKILL as soon as a stdout line
+ * Run `torchts ARGS` (the repository's CLI, from the repository root), optionally killing it with SIGKILL as soon as a stdout line
  * matches `killOn`. Bounded by `timeoutMs`.
  */
 export function runCli(args: string[], o: { killOn?: RegExp; timeoutMs?: number; env?: Record<string, string> } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TORCHTS_BIN, ...args], { cwd: PACKAGE_DIR, env: { ...process.env, ...o.env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [TORCHTS_BIN, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...o.env }, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     const timer = setTimeout(() => child.kill("SIGKILL"), o.timeoutMs ?? 120_000);
