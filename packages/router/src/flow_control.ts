@@ -67,6 +67,12 @@ export class FlowController<T> {
    */
   admit(band: number, tenant: string, attempt: () => T | null, signal?: AbortSignal): Promise<T> {
     if (signal?.aborted) return Promise.reject(new Cancelled("cancelled"));
+    // sheddable requests are dropped while every replica is saturated, even where a slot is free: the
+    // replicas' queues are what saturation measures, and a free router slot does not empty them
+    if (band < 0 && this.saturated()) {
+      this.counts.rejected++;
+      return Promise.reject(new Rejected(429, "saturated-sheddable", "every replica is saturated: sheddable requests (priority < 0) are dropped first"));
+    }
     // nobody of this band or above is waiting: go now if there is room
     if (!this.waitingAtOrAbove(band)) {
       const v = attempt();
@@ -74,10 +80,6 @@ export class FlowController<T> {
         this.counts.dispatched++;
         return Promise.resolve(v);
       }
-    }
-    if (band < 0 && this.saturated()) {
-      this.counts.rejected++;
-      return Promise.reject(new Rejected(429, "saturated-sheddable", "every replica is saturated: sheddable requests (priority < 0) are dropped first"));
     }
     if (this.size >= this.o.maxQueued) {
       const low = this.lowestBand();
