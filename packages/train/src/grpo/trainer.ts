@@ -7,7 +7,7 @@
 //   5. for each mini-batch (ppo_epochs passes): PPO's clipped ratio with dual clip + k3 KL, token-mean,
 //      one AdamW step; 6. the new weights go to the sampler.
 // Metrics per step (mean reward, accuracy, KL, clip fraction, response length) go to JSONL and a PNG.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as torch from "torchts";
 import type { Tensor } from "torchts";
@@ -18,7 +18,7 @@ import { wsdScheduler } from "../lr.js";
 import { lastPerStep, metricsPlotPng } from "../metrics/plot.js";
 import { arithmeticProblems, mulberry32, promptOf, type Problem } from "./arith.js";
 import type { GrpoConfig } from "./config.js";
-import { aggLoss, entropyFromLogits, grpoAdvantages, klPenalty, maskedMean, policyLoss, tokenLogProbs } from "./core_algos.js";
+import { aggLoss, entropyFromLogits, grpoAdvantages, klPenalty, policyLoss, tokenLogProbs } from "./core_algos.js";
 import { gsm8kScore } from "./reward.js";
 import { Sampler } from "./rollout.js";
 
@@ -183,7 +183,7 @@ export async function runGrpo(c: GrpoConfig, o: GrpoOptions = {}): Promise<GrpoR
   const g = c.grpo;
   const ref = createModel(cfg, device);
   torch.noGrad(() => ref.loadStateDict(policy.stateDict()));
-  const sampler = new Sampler(createModel(cfg, device), tok, { maxNumSeqs: g.ppo_mini_batch_size * c.rollout.n * (g.train_batch_size / g.ppo_mini_batch_size), maxModelLen: P + R + 1 });
+  const sampler = new Sampler(createModel(cfg, device), tok, { maxNumSeqs: g.train_batch_size * c.rollout.n, maxModelLen: P + R + 1 });
   sampler.syncWeights(policy);
   const opt = new torch.optim.AdamW([...policy.parameters()], { lr: g.lr, betas: [0.9, 0.999], weightDecay: g.weight_decay });
   // VeRL's actor schedule: linear warmup, then constant or a cosine decay over the remaining steps
@@ -199,7 +199,6 @@ export async function runGrpo(c: GrpoConfig, o: GrpoOptions = {}): Promise<GrpoR
     mkdirSync(c.job.dump_folder, { recursive: true });
     writeFileSync(jsonl, "");
   }
-  const { appendFileSync } = await import("node:fs");
   const maxNorm = g.max_norm > 0 ? g.max_norm : Infinity;
   const policyParams = [...policy.parameters()];
   const lossOpts = { clipRatioLow: g.clip_ratio_low, clipRatioHigh: g.clip_ratio_high, clipRatioC: g.clip_ratio_c, lossAggMode: g.loss_agg_mode };
@@ -270,7 +269,7 @@ export async function runGrpo(c: GrpoConfig, o: GrpoOptions = {}): Promise<GrpoR
         "actor/pg_loss": stats.pgLoss / u,
         "actor/grad_norm": stats.gradNorm / u,
         ...(g.entropy_coeff > 0 ? { "actor/entropy": stats.entropy / u } : {}),
-        "response_length/mean": await maskedMean(rb.responseMask.sum(-1), torch.onesLike(scoreT)).item(),
+        "response_length/mean": await rb.responseMask.sum(-1).mean().item(),
         "timing_s/gen": tRollout,
         "timing_s/step": (performance.now() - t0) / 1000,
       };
