@@ -1,7 +1,7 @@
 // How long structured output's mask() takes per decoding step over a 150k-token vocabulary (the
 // size of Qwen2's), and how long the vocabulary index takes to build once per tokenizer.
 //
-//   node --import tsx packages/serve/bench/structured_mask.ts [vocabSize=150000] [steps=300]
+//   cd packages/serve && node --import tsx bench/structured_mask.ts [vocabSize=150000] [steps=300]   (from here, so "torchts" maps to its sources)
 //
 // The vocabulary is synthetic but shaped like a byte-level BPE one: all 256 bytes, then words with
 // and without a leading space, capitalised, digit runs, punctuation runs (JSON's among them),
@@ -12,20 +12,12 @@ import { schemaGrammar, jsonObjectGrammar } from "../src/structured/grammar.js";
 import { JsonConstraint } from "../src/structured/json_constraint.js";
 import { plainStringTops } from "../src/structured/automaton.js";
 import { buildVocab } from "../src/structured/vocab.js";
+import { mulberry32 } from "torchts/transformers";
 
 const V = Number(process.argv[2] ?? 150_000);
 const STEPS = Number(process.argv[3] ?? 300);
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32; // torchts's seeded host PRNG
 
 function syntheticVocab(size: number): (Uint8Array | null)[] {
   const r = rng(1);
