@@ -108,7 +108,7 @@ export class Scheduler {
     const order = this.admissionOrder();
     for (const req of order) {
       if (budget <= 0 || this.running.length >= this.o.maxNumSeqs) break;
-      if (!this.admit(req)) break;
+      this.admit(req);
       const n = Math.min(req.tokens.length - req.numComputed, budget);
       if (!this.allocate(req, req.numComputed + n)) {
         this.release(req, false);
@@ -150,7 +150,7 @@ export class Scheduler {
   }
 
   /** Give a waiting request its block table, starting with the longest cached prefix it can reuse. */
-  private admit(req: Request): boolean {
+  private admit(req: Request): void {
     const blocks = new SequenceBlocks(this.pool);
     if (this.o.enablePrefixCaching) {
       // the last token is always computed: its logits are needed, and it must not land in a cached block
@@ -164,7 +164,6 @@ export class Scheduler {
     } else req.numComputed = 0;
     req.cachedTokens ??= req.numComputed;
     req.blocks = blocks;
-    return true;
   }
 
   /** Blocks the host tier has right after the device match: load them into fresh pool blocks and cache them. */
