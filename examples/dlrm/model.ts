@@ -42,21 +42,30 @@ export class DLRM extends nn.Module {
     const f = cfg.tableSizes.length + 1;
     const nPairs = (f * (f - 1)) / 2;
     this.top_l = mlp([cfg.embDim + nPairs, ...cfg.top, 1], false);
-    // flat indices i*f+j of the strictly lower triangle of the f x f interaction matrix
-    const li: number[] = [];
-    for (let i = 0; i < f; i++) for (let j = 0; j < i; j++) li.push(i * f + j);
-    this.pairs = torch.tensor(li, { dtype: "int64" });
+    this.pairs = interactionPairs(f);
   }
 
   /** dense [B, nDense]; sparse: per table [B, bag] ids -> logits [B]. */
   override forward(dense: Tensor, sparse: Tensor[]): Tensor {
     const x = this.bot_l.forward(dense) as Tensor; // [B, d]
     const embs = sparse.map((ids, t) => (this.emb_l.get(t) as InstanceType<typeof nn.EmbeddingBag>).forward(ids));
-    const B = x.shape[0]!;
-    const T = torch.stack([x, ...embs], 1); // [B, f, d]
-    const Z = T.matmul(T.transpose(1, 2)).reshape(B, -1); // [B, f*f]
-    const inter = Z.indexSelect(1, this.pairs.to(Z.device));
-    const logits = this.top_l.forward(torch.cat([x, inter], 1)) as Tensor;
+    const logits = this.top_l.forward(dotInteraction(x, embs, this.pairs)) as Tensor;
     return logits.squeeze(1);
   }
+}
+
+/** Flat indices i*f+j of the strictly lower triangle of the f x f interaction matrix. */
+export function interactionPairs(f: number): Tensor {
+  const li: number[] = [];
+  for (let i = 0; i < f; i++) for (let j = 0; j < i; j++) li.push(i * f + j);
+  return torch.tensor(li, { dtype: "int64" });
+}
+
+/** The top MLP's input: the bottom output x [B, d] and the dot products of every pair of (x, embs...). */
+export function dotInteraction(x: Tensor, embs: Tensor[], pairs: Tensor): Tensor {
+  const B = x.shape[0]!;
+  const T = torch.stack([x, ...embs], 1); // [B, f, d]
+  const Z = T.matmul(T.transpose(1, 2)).reshape(B, -1); // [B, f*f]
+  const inter = Z.indexSelect(1, pairs.to(Z.device));
+  return torch.cat([x, inter], 1);
 }

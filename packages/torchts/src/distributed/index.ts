@@ -26,3 +26,4 @@ export * as checkpoint from "./checkpoint/index.js";
 export * as fsdp from "./fsdp/index.js";
 export { fullyShard, MixedPrecisionPolicy } from "./fsdp/index.js";
 export * as pipelining from "./pipelining/index.js";
+export * as embedding from "./embedding/index.js";
