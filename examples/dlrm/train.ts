@@ -2,12 +2,17 @@
 // AUC of the true click probabilities).
 //   npm run example:dlrm -- [--steps 500] [--batch-size 256] [--train-size 200000] [--test-size 5000]
 //     [--lr 0.005] [--device cpu|webgpu] [--checkpoint checkpoints/dlrm.pt] [--resume] [--ckpt-every 100]
+//   npm run example:dlrm -- --nproc-per-node 2 [...]: N processes under `torchts run`, the tables
+//     sharded row-wise over them and the MLPs under DDP (train_sharded.ts; cpu, no checkpoints)
 import * as torch from "../../packages/torchts/src/index.js";
 import { numArg, Progress, recordStep, resumeIfAsked, setupRun, tailMean } from "../common/train_utils.js";
 import { auc, makeClicks } from "./data.js";
 import { DLRM } from "./model.js";
+import { relaunch, trainSharded, underLauncher } from "./train_sharded.js";
 
 const { args: A, device } = await setupRun();
+const nproc = numArg(A, "nproc-per-node", 1);
+if (nproc > 1 && !underLauncher()) process.exit(relaunch(nproc));
 const steps = numArg(A, "steps", 500);
 const batchSize = numArg(A, "batch-size", 256);
 const nTrain = numArg(A, "train-size", 200000);
@@ -31,9 +36,16 @@ const train = toTensors(trainRaw, nTrain);
 const test = toTensors(testRaw, nTest);
 const bayesAuc = auc(testRaw.probs, testRaw.labels);
 
-const model = new DLRM({ nDense, tableSizes: tables, embDim: 16, bottom: [32], top: [32, 16] });
+const cfg = { nDense, tableSizes: tables, embDim: 16, bottom: [32], top: [32, 16] };
+const lr = numArg(A, "lr", 0.005);
+if (underLauncher()) {
+  if (device !== "cpu" || A.resume) throw new Error("the sharded run (--nproc-per-node, torchts run) trains on the cpu and does not resume checkpoints");
+  await trainSharded({ cfg, steps, batchSize, lr, train, test, testLabels: testRaw.labels, bayesAuc });
+  process.exit(0);
+}
+const model = new DLRM(cfg);
 if (device !== "cpu") model.to(device);
-const opt = new torch.optim.Adam(model.parameters(), { lr: numArg(A, "lr", 0.005) });
+const opt = new torch.optim.Adam(model.parameters(), { lr });
 const { start, losses } = await resumeIfAsked(A, ckpt, model, opt, device);
 const nParams = [...model.parameters()].reduce((s, p) => s + p.numel(), 0);
 console.log(`DLRM: ${nParams.toLocaleString()} parameters, ${tables.length} embedding tables ${JSON.stringify(tables)}, ${steps} steps of ${batchSize} on ${device}`);
