@@ -3,6 +3,7 @@
 // (nn.EmbeddingBag per table) on the global batch (every rank's samples, in rank order), and the
 // DLRM example trained in one process on the whole batch.
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import * as torch from "../../../src/index.js";
 import { mulberry32 } from "../../../src/utils/prng.js";
 import { DLRM } from "../../../../../examples/dlrm/model.js";
@@ -14,6 +15,7 @@ const { EmbeddingBagCollection, ShardedEmbeddingBagCollection, KeyedJaggedTensor
 type EBC = InstanceType<typeof EmbeddingBagCollection>;
 type SEBC = InstanceType<typeof ShardedEmbeddingBagCollection>;
 
+const dir = process.argv[2]!; // a scratch folder shared by the ranks
 await dist.initProcessGroup({ backend: "gloo", timeout: 60_000 });
 const rank = dist.getRank();
 const n = dist.getWorldSize();
@@ -106,6 +108,19 @@ await check("with gradient division (TorchRec's default) the shards' gradients a
 await check("the same in fused eager mode", () =>
   torch.withEagerMode("fused", () => forwardAndGradients(new ShardedEmbeddingBagCollection(ebc(5), { gradientDivision: false }), false)),
 );
+
+await check("a distributed checkpoint of the shards loads into other shards and, resharded, into the unsharded collection", async () => {
+  const checkpointId = join(dir, "ebc");
+  await dist.checkpoint.save(new ShardedEmbeddingBagCollection(ebc(5)).stateDict(), { checkpointId });
+  const other = new ShardedEmbeddingBagCollection(ebc(6));
+  await dist.checkpoint.load(other.stateDict(), { checkpointId }); // filled in place
+  const plain = ebc(6);
+  await dist.checkpoint.load(plain.stateDict(), { checkpointId });
+  for (const t of TABLES) {
+    await assertClose(shardOf(other, t.name).fullTensor(), weightOf(ref, t.name).detach(), `table ${t.name} loaded into shards`, 0, 0);
+    await assertClose(weightOf(plain, t.name).detach(), weightOf(ref, t.name).detach(), `table ${t.name} loaded whole`, 0, 0);
+  }
+});
 
 await check("shardModules replaces an EmbeddingBagCollection inside a module", async () => {
   const holder = new torch.nn.Module() as InstanceType<typeof torch.nn.Module> & { sparse: unknown };
