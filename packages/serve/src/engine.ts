@@ -14,6 +14,7 @@ import { sampleToken } from "./sampler.js";
 import { Scheduler, type KvCacheEvent, type Scheduled } from "./scheduler.js";
 export type { KvCacheEvent } from "./scheduler.js";
 import { DEFAULT_BLOCK_SIZE } from "./block_pool.js";
+import type { TensorParallelHooks } from "./tp/executor.js";
 
 export type FinishReason = "stop" | "length" | "abort";
 
@@ -136,6 +137,8 @@ export interface LLMEngineOptions {
   kvEvents?: boolean;
   /** A directory for the host tier's overflow. */
   hicacheDir?: string;
+  /** Tensor parallelism (src/tp): the model holds this rank's share of the heads; each step goes to the other ranks first. */
+  tensorParallel?: TensorParallelHooks;
 }
 
 /** A request the engine cannot run as given (the server answers 400). */
@@ -185,6 +188,7 @@ export class LLMEngine {
   readonly kvCache: PagedKVCache;
   readonly hostTier: HostKVTier | null;
   private readonly scheduler: Scheduler;
+  private readonly tp: TensorParallelHooks | null;
   private readonly byId = new Map<string, Request>();
   /** Requests in the step being computed: an abort finishes them right after it. */
   private readonly inStep = new Set<Request>();
@@ -219,7 +223,10 @@ export class LLMEngine {
     int(this.blockSize, "blockSize", 1);
     if (this.device !== o.model.device) throw new RangeError(`LLMEngine: device '${this.device}' but the model is on '${o.model.device}'`);
     const { layers, kvHeads, headDim } = o.model.cacheShape();
-    const shape = { layers, kvHeads, headDim, blockSize: this.blockSize, dtype: o.model.dtype };
+    this.tp = o.tensorParallel ?? null;
+    if (this.tp && (o.hicacheSize ?? 0) > 0) throw new RangeError("LLMEngine: the host KV tier (hicacheSize) is not supported with tensor parallelism");
+    // under tensor parallelism each rank caches its own kv heads
+    const shape = { layers, kvHeads: kvHeads / (this.tp?.size ?? 1), headDim, blockSize: this.blockSize, dtype: o.model.dtype };
     const perBlock = PagedKVCache.bytesPerBlock(shape);
     const perSeq = Math.ceil(this.maxModelLen / this.blockSize);
     let blocks = o.numKvBlocks;
@@ -244,7 +251,11 @@ export class LLMEngine {
       hostTier: this.hostTier,
       saveBlock: (b, key) => this.saveBlock(b, key),
       writeBlocks: (ids, data) => this.writeBlockData(ids, data),
-      copyBlocks: (copies) => this.kvCache.copyBlocks(copies.map((c) => c.src), copies.map((c) => c.dst)),
+      copyBlocks: (copies) => {
+        const [src, dst] = [copies.map((c) => c.src), copies.map((c) => c.dst)];
+        this.tp?.copyBlocks(src, dst);
+        this.kvCache.copyBlocks(src, dst);
+      },
       onKvEvent: o.kvEvents ? (e) => this.emitKv(e) : undefined,
     });
     const tokEos = o.tokenizer.eosTokenId;
@@ -280,6 +291,7 @@ export class LLMEngine {
    * kvLayout's order: what a decode replica pulls from this (prefill) replica.
    */
   async exportPrefix(tokens: readonly number[], salt = ""): Promise<Float32Array[]> {
+    if (this.tp) throw new EngineInputError("KV transfer is not supported with tensor parallelism");
     const m = this.scheduler.radix.match(tokens, salt, { countStats: false });
     if (!m.blocks.length) return [];
     const t = this.kvCache.readBlocks(m.blocks);
@@ -306,6 +318,7 @@ export class LLMEngine {
    * blocks taken. A request for `tokens` submitted next reuses them.
    */
   importPrefix(tokens: readonly number[], blocks: readonly Float32Array[], salt = ""): number {
+    if (this.tp) throw new EngineInputError("KV transfer is not supported with tensor parallelism");
     const { layers, kvHeads, headDim } = this.model.cacheShape();
     const size = layers * 2 * this.blockSize * kvHeads * headDim;
     const n = Math.min(blocks.length, Math.floor(tokens.length / this.blockSize));
@@ -539,6 +552,7 @@ export class LLMEngine {
     const logits = torch.scope(() =>
       torch.noGrad(() => {
         const b = pagedBatch(seqs, this.blockSize, this.device);
+        this.tp?.step(seqs);
         return this.model.forwardPaged(b, this.kvCache).to("float32");
       }),
     );

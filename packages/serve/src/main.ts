@@ -5,16 +5,18 @@ import { AutoModelForCausalLM, AutoTokenizer, quantize, type QuantizeOptions } f
 import type { DType } from "torchts";
 import { LLMEngine, type LLMEngineOptions } from "./engine.js";
 import { createServer } from "./server.js";
+import { checkTensorParallel, joinTensorParallel, tensorParallelArgv } from "./tp/cli.js";
 
 export const USAGE = `usage: torchts serve --model DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME] [--api-key KEY]
                      [--max-waiting N] [--max-num-seqs N] [--max-model-len N] [--max-num-batched-tokens N]
                      [--block-size 16] [--num-kv-blocks N | --kv-cache-memory BYTES] [--no-enable-prefix-caching]
                      [--hicache-size BYTES] [--hicache-dir DIR] [--quantization int8|int4|w8a8] [--kv-events]
                      [--kv-transfer [--kv-transfer-host H]]
-                     [--device cpu|webgpu] [--dtype D]
+                     [--device cpu|webgpu] [--dtype D] [--tensor-parallel-size N | -tp N]
   DIR holds config.json, model.safetensors (or sharded *.safetensors + index), tokenizer.json,
   tokenizer_config.json (its chat_template, or chat_template.jinja, is used for /v1/chat/completions).
-  --port 0 picks a free port. SIGTERM/SIGINT drain: stop accepting, finish running requests, exit 0.`;
+  --port 0 picks a free port. SIGTERM/SIGINT drain: stop accepting, finish running requests, exit 0.
+  --tensor-parallel-size N runs the model across N processes (this one and N-1 workers it spawns; cpu).`;
 
 const OPTIONS = {
   model: { type: "string" },
@@ -39,6 +41,7 @@ const OPTIONS = {
   "kv-transfer-host": { type: "string" },
   device: { type: "string" },
   dtype: { type: "string" },
+  "tensor-parallel-size": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -53,7 +56,7 @@ function int(v: string | undefined, flag: string, min: number): number | undefin
 export async function main(argv: string[]): Promise<number> {
   let v: { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
   try {
-    v = parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false }).values;
+    v = parseArgs({ args: tensorParallelArgv(argv), options: OPTIONS, strict: true, allowPositionals: false }).values;
   } catch (e) {
     process.stderr.write(`torchts serve: ${(e as Error).message}\n${USAGE}\n`);
     return 2;
@@ -65,6 +68,7 @@ export async function main(argv: string[]): Promise<number> {
   let port: number, maxWaiting: number | undefined, maxNumSeqs: number | undefined, maxModelLen: number | undefined;
   let engineOpts: Partial<LLMEngineOptions>;
   let quant: QuantizeOptions | null = null;
+  let tpSize: number;
   try {
     if (!v.model) throw new Error("--model DIR is required");
     port = int(v.port, "port", 0) ?? 8000;
@@ -89,19 +93,29 @@ export async function main(argv: string[]): Promise<number> {
       if (!(q in table)) throw new Error(`--quantization: expected int8, int4 or w8a8, got '${q}'`);
       quant = table[q]!;
     }
+    tpSize = int(v["tensor-parallel-size"], "tensor-parallel-size", 1) ?? 1;
   } catch (e) {
     process.stderr.write(`torchts serve: ${(e as Error).message}\n${USAGE}\n`);
     return 2;
   }
   const device = v.device ?? "cpu";
+  if (tpSize > 1) {
+    const code = await checkTensorParallel(tpSize, v.model, { device, quantization: v.quantization, hicacheSize: engineOpts.hicacheSize, kvTransfer: v["kv-transfer"] });
+    if (code !== null) return code;
+  }
   const model = await AutoModelForCausalLM.fromPretrained(v.model, { deviceMap: device, dtype: v.dtype as DType | undefined });
   const tokenizer = await AutoTokenizer.fromPretrained(v.model);
   if (quant) await quantize(model, quant);
+  const group = tpSize > 1 ? await joinTensorParallel(model, tpSize, v.model, v.dtype) : null;
+  if (group === false) return 1;
   let engine: LLMEngine;
   try {
-    engine = new LLMEngine({ model, tokenizer, maxNumSeqs, maxModelLen: maxModelLen ?? Math.min(model.config.maxPositionEmbeddings, 1 << 20), maxWaiting, device: model.device, ...engineOpts });
+    engine = new LLMEngine({ model, tokenizer, maxNumSeqs, maxModelLen: maxModelLen ?? Math.min(model.config.maxPositionEmbeddings, 1 << 20), maxWaiting, device: model.device, ...engineOpts,
+      ...(group ? { tensorParallel: group } : {}) });
+    group?.initCache(engine.kvCache.opts);
   } catch (e) {
     process.stderr.write(`torchts serve: ${(e as Error).message}\n`);
+    await group?.shutdown();
     return 2;
   }
   const name = v["served-model-name"] ?? v.model;
@@ -111,16 +125,21 @@ export async function main(argv: string[]): Promise<number> {
   process.stdout.write(`torchts serve: '${name}' listening on ${address}\n`);
   return new Promise<number>((resolve) => {
     let stopping = false;
-    const stop = (sig: string) => {
+    const stop = (sig: string, code = 0) => {
       if (stopping) return;
       stopping = true;
       process.stdout.write(`torchts serve: ${sig}: draining (${engine.stats.running} running, ${engine.stats.waiting} waiting)\n`);
-      server.drain().then(
-        () => {
+      const drained = server.drain();
+      // a broken tensor parallel group cannot finish them
+      if (code !== 0) void engine.close({ abortAll: true });
+      drained.then(
+        async () => {
+          await group?.shutdown();
           process.stdout.write("torchts serve: stopped\n");
-          resolve(0);
+          resolve(code);
         },
-        (e: Error) => {
+        async (e: Error) => {
+          await group?.shutdown();
           process.stderr.write(`torchts serve: ${e.message}\n`);
           resolve(1);
         },
@@ -128,5 +147,9 @@ export async function main(argv: string[]): Promise<number> {
     };
     process.once("SIGTERM", () => stop("SIGTERM"));
     process.once("SIGINT", () => stop("SIGINT"));
+    group?.onFailure((e) => {
+      process.stderr.write(`torchts serve: ${e.message}; the model cannot run without it: shutting down\n`);
+      stop("tensor parallel failure", 1);
+    });
   });
 }

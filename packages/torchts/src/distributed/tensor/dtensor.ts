@@ -38,6 +38,12 @@ const noGlobalStorage = {
 function globalStorage(dtype: DType): Storage {
   const st = new Storage(getDevice("cpu"), dtype, 0);
   st.transfer = noGlobalStorage;
+  // freeing it (torch.scope disposing a DTensor made inside it) has nothing to wait for: only reads raise
+  const free = st.dispose.bind(st);
+  st.dispose = () => {
+    st.transfer = null;
+    free();
+  };
   return st;
 }
 

@@ -71,9 +71,10 @@ class LlamaAttention extends nn.Module {
    */
   forwardPaged(h: Tensor, cos: Tensor, sin: Tensor, batch: PagedBatch, cache: PagedKVCache): Tensor {
     const T = h.shape[0]!;
-    let q = this.q_proj.forward(h).view(T, this.nh, this.hd);
-    let k = this.k_proj.forward(h).view(T, this.nkv, this.hd);
-    const v = this.v_proj.forward(h).view(T, this.nkv, this.hd);
+    // -1 heads: under tensor parallelism this rank holds a slice of them (and a cache of its kv heads)
+    let q = this.q_proj.forward(h).view(T, -1, this.hd);
+    let k = this.k_proj.forward(h).view(T, -1, this.hd);
+    const v = this.v_proj.forward(h).view(T, -1, this.hd);
     if (this.q_norm) q = this.q_norm.forward(q);
     if (this.k_norm) k = this.k_norm.forward(k);
     q = q.mul(cos).add(rotateHalf(q).mul(sin));
@@ -81,7 +82,7 @@ class LlamaAttention extends nn.Module {
     const { blockTable, cuSeqlensQ, cacheSeqlens, slotMapping } = batch;
     const o = F.pagedAttention(q, k, v, cache.keys[this.layerIdx]!, cache.values[this.layerIdx]!, blockTable, cuSeqlensQ, cacheSeqlens, { scale: this.hd ** -0.5 });
     cache.write(this.layerIdx, k, v, batch.slotMappingHost ?? slotMapping);
-    return this.o_proj.forward(o.reshape(T, this.nh * this.hd));
+    return this.o_proj.forward(o.reshape(T, -1));
   }
 }
 
