@@ -2,7 +2,8 @@
 // bump its version counter. Autograd is rebased like PyTorch: the tensor takes the new
 // grad_fn, and writing through a view rewrites its base (CopySlices).
 import { isGradEnabled } from "../autograd/grad_mode.js";
-import { adoptInto, prepareInplace } from "../runtime/dispatch.js";
+import { adoptInto, copyIntoInPlace, prepareInplace } from "../runtime/dispatch.js";
+import { Storage } from "../runtime/storage.js";
 import { Tensor, type TensorLike } from "../tensor.js";
 import { cast, expand, reshape, stridedScatter, asStridedLogical, scalarTensor } from "./core.js";
 import { _contiguous as contiguous, _detach as detach, _toDevice as toDevice } from "./shape_ops.js";
@@ -42,11 +43,16 @@ export function inplaceSet(t: Tensor, value: TensorLike, name: string): Tensor {
     throw new Error(`${name}: Expected all tensors to be on the same device, but found at least two devices, ${t.device} and ${v.device}!`);
   // anything pending that reads the old value must run before the write (fused mode)
   prepareInplace(t._storage);
+  const born = Storage.created; // storages made from here on are this write's own temporaries
   const track = isGradEnabled() && (v.requiresGrad || t.requiresGrad);
   const r = contiguous(expand(cast(v, t.dtype), t.shape));
   const full = r === v || r._storage === t._storage ? M._impl.add(r, 0) : r; // never alias the destination
   if (coversStorage(t) && !t._base) {
     const fresh = full._offset === 0 && full.numel() === full._storage.numel ? full : contiguous(M._impl.add(full, 0));
+    if (!track && fresh._storage.serial > born && copyIntoInPlace(t._storage, fresh._storage)) {
+      t._storage.version++;
+      return t;
+    }
     adoptInto(t._storage, fresh._storage);
     // keep the autograd history on t; `fresh` is a throwaway handle to the data now owned by t
     if (track) {

@@ -244,6 +244,26 @@ export function writeRowsInPlace(dst: Storage, src: ViewRef, rowElems: number, r
 }
 
 /** Land `src`'s value in `dst` (the end of every in-place op). */
+/**
+ * Strict and debug eager: an in-place result `src` made by the op itself is copied into dst's own
+ * buffer and freed at once, instead of dst taking over src's buffer (adoptInto). A parameter then
+ * keeps its memory for its whole life, and the op's result block is reused by the next op: taking
+ * over would leave the old buffer behind as a hole between long-lived tensors (a model's
+ * initialization and every optimizer step would scatter its weights over the arena). Returns
+ * false, changing nothing, where the write must take the general path (fused eager and compile
+ * tracing keep values lazy; a device without writeRows; contents still arriving).
+ */
+export function copyIntoInPlace(dst: Storage, src: Storage): boolean {
+  const dev = dst.device;
+  if (getEagerMode() === "fused" || traceState.fn !== null || !dev.writeRows) return false;
+  if (src.device !== dev || src.numel !== dst.numel || src.dtype !== dst.dtype || !dst.buf || dst.transfer || src.savedBy > 0) return false;
+  realize(src);
+  if (!src.buf) return false;
+  dev.writeRows(dst.buf, src.buf, 0, dst.numel, [0]);
+  src.dispose();
+  return true;
+}
+
 export function adoptInto(dst: Storage, src: Storage): void {
   if (getEagerMode() !== "fused" || !src.pending) realize(src);
   dst.adopt(src);

@@ -55,9 +55,7 @@ export interface BufferOwner {
 // the previous step's garbage (twice the memory).
 const SENTINEL = Symbol("gc sentinel");
 let sentinelSeen: (() => void) | null = null;
-// Registered without unregister tokens (a token costs V8 a keyed lookup on register and on
-// unregister, ~2x the time): an explicit free marks the record dead instead.
-const registry = new FinalizationRegistry<Held | typeof SENTINEL>((h) => {
+function finalize(h: Held | typeof SENTINEL): void {
   try {
     if (h === SENTINEL) sentinelSeen?.();
     else if (h.live) {
@@ -67,12 +65,71 @@ const registry = new FinalizationRegistry<Held | typeof SENTINEL>((h) => {
   } catch (e) {
     reportReleaseError("finalizer", e); // an exception here would be uncaught: it kills the process
   }
-});
+}
+
+type Registry = FinalizationRegistry<Held | typeof SENTINEL> & { cleanupSome?: () => void };
+type RegistryCtor = new (cb: (h: Held | typeof SENTINEL) => void) => Registry;
+let registryObj: Registry | null = null;
+
+/**
+ * Registered without unregister tokens (a token costs V8 a keyed lookup on register and on
+ * unregister, ~2x the time): an explicit free marks the record dead instead. Made on first use
+ * from a FinalizationRegistry that has `cleanupSome` where the engine offers one, so that
+ * collectNow() can run the releases a collection found before it returns.
+ */
+function registry(): Registry {
+  return (registryObj ??= new (syncCleanupRegistry() ?? (FinalizationRegistry as unknown as RegistryCtor))(finalize));
+}
+
+/**
+ * FinalizationRegistry.prototype.cleanupSome (a normative-optional part of the weak references
+ * proposal) runs a registry's pending cleanups synchronously. V8 has it behind a flag that only
+ * affects contexts created after it is set, so the constructor comes from a fresh vm context.
+ * Tried on V8 11 (Node 20), where the flag exists; an engine without the flag would print an
+ * error for it, so elsewhere only a registry that already has the method is used.
+ */
+function syncCleanupRegistry(): RegistryCtor | null {
+  if (typeof (FinalizationRegistry.prototype as Partial<Registry>).cleanupSome === "function") return FinalizationRegistry as unknown as RegistryCtor;
+  const g = globalThis as { process?: { versions?: { v8?: string }; getBuiltinModule?: (m: string) => unknown } };
+  if (Number(g.process?.versions?.v8?.split(".")[0]) !== 11) return null;
+  try {
+    const v8 = g.process?.getBuiltinModule?.("node:v8") as { setFlagsFromString(f: string): void } | undefined;
+    const vm = g.process?.getBuiltinModule?.("node:vm") as { runInNewContext(code: string): unknown } | undefined;
+    if (!v8 || !vm) return null;
+    v8.setFlagsFromString("--harmony-weak-refs-with-cleanup-some");
+    const ctor = vm.runInNewContext("FinalizationRegistry") as RegistryCtor;
+    v8.setFlagsFromString("--no-harmony-weak-refs-with-cleanup-some"); // contexts made later are as they were
+    return typeof (ctor.prototype as Partial<Registry>).cleanupSome === "function" ? ctor : null;
+  } catch {
+    return null;
+  }
+}
 
 function register(owner: BufferOwner, dev: DevicePlugin, buf: DeviceBuffer): void {
   const h: Held = { dev, buf, live: true };
   owner._held = h;
-  registry.register(owner, h);
+  registry().register(owner, h);
+}
+
+/**
+ * Collect garbage now and free the buffers of the tensors it found dead before returning
+ * (a device allocator calls it before growing: tensors that died inside synchronous code, a
+ * training step or a model's initialization, otherwise keep their memory until the event loop
+ * turns). Returns false, doing nothing, where the engine cannot run finalizers synchronously.
+ */
+export function collectNow(): boolean {
+  const r = registry();
+  const gc = r.cleanupSome ? gcFunction() : null;
+  if (!gc) return false;
+  try {
+    gc();
+    r.cleanupSome!();
+  } catch (e) {
+    reportReleaseError("collection", e);
+  }
+  liveAfterGc = stats.liveBytes;
+  collectedSinceYield = true;
+  return true;
 }
 
 function unregister(owner: BufferOwner): void {
@@ -91,6 +148,12 @@ const YIELD_BYTES = 16 * 1024 * 1024;
 const GC_SLACK = 128 * 1024 * 1024;
 let liveAfterGc = 0;
 let collectionRequested = false;
+/**
+ * A collection ran inside synchronous code since the last yield (collectNow): the step makes
+ * enough garbage to need one, so the yield that ends it collects too, before the next step
+ * stacks its allocations on the rest.
+ */
+let collectedSinceYield = false;
 
 /**
  * Ask for a collection at the next yield whatever the growth rule says: the fused scheduler
@@ -126,11 +189,11 @@ function gcFunction(): (() => void) | null {
 export async function maybeYield(): Promise<void> {
   if (sinceYield < YIELD_BYTES) return;
   sinceYield = 0;
-  const collect = (collectionRequested || stats.liveBytes > 2 * liveAfterGc + GC_SLACK) && gcFunction() !== null;
-  collectionRequested = false;
+  const collect = (collectionRequested || collectedSinceYield || stats.liveBytes > 2 * liveAfterGc + GC_SLACK) && gcFunction() !== null;
+  collectionRequested = collectedSinceYield = false;
   if (collect) {
     const seen = new Promise<void>((r) => (sentinelSeen = r));
-    registry.register({}, SENTINEL);
+    registry().register({}, SENTINEL);
     collector!();
     // the releases normally follow within a task or two; never wait long for them
     await Promise.race([seen, new Promise<void>((r) => setTimeout(r, 100))]);

@@ -1,10 +1,13 @@
-// Allocation inside the shared WebAssembly.Memory: size classes (four per power of two, so at
-// most 25% is wasted) with free lists over a bump pointer. Blocks are never returned to the host (wasm memory cannot shrink), but
-// freed blocks are reused, so a training loop that allocates the same shapes stays flat.
+// Allocation inside the shared WebAssembly.Memory: best fit over the freed blocks, which are
+// split to the size asked for and coalesced with their free neighbours when released, over a
+// bump pointer that comes back down when the block at the top is freed. So any freed memory
+// serves any later size (a model's initialization temporaries become its activations), and the
+// arena holds what is allocated plus the holes between allocated blocks. Blocks are never
+// returned to the host (wasm memory cannot shrink).
 // A size is checked before anything changes: a bad one (NaN, negative, fractional) is a
 // RangeError, one the memory cannot hold an OutOfMemoryError, and the arena stays as it was.
-// A double free is counted and ignored, never applied (a block on a free list twice would be
-// handed to two tensors).
+// A double free is counted and ignored, never applied (a block freed twice would be handed to
+// two tensors).
 import { fmtBytes, outOfMemory, sizeError } from "../../../runtime/errors.js";
 import { reportReleaseError } from "../../../runtime/memory.js";
 
@@ -13,14 +16,19 @@ const MIN_BYTES = 64;
 /** wasm32: a memory holds at most 65536 pages (4 GiB). */
 export const WASM32_MAX_BYTES = 65536 * PAGE;
 
-/** The block size serving `bytes`: 64, then 2^k * {1, 1.25, 1.5, 1.75} (multiples of 16). */
+/** The block size serving `bytes`: 16-byte multiples (v128 alignment), at least 64. */
 export function classSize(bytes: number): number {
-  if (bytes <= MIN_BYTES) return MIN_BYTES;
-  const k = Math.floor(Math.log2(bytes - 1));
-  const quarter = 2 ** (k - 2);
-  return 2 ** k + Math.ceil((bytes - 2 ** k) / quarter) * quarter;
+  return Math.max(MIN_BYTES, Math.ceil(bytes / 16) * 16);
 }
-const SLACK = 64; // 64-byte blocks: every block is 16-byte (v128) aligned
+const SLACK = 64; // bytes past the top block: over-reading vector loads stay inside the memory
+/** A free block no longer than this past the size asked for is handed out whole (no sliver stays behind). */
+const SPLIT_MIN = 256;
+// `reclaim` runs only when at least this fraction of the bytes in use (and RECLAIM_MIN) was
+// handed out since it last ran: a collection that finds little is not repeated at every growth,
+// and memory that really is live (weights being loaded) grows with a bounded number of
+// collections (geometric steps).
+const RECLAIM_FRACTION = 1 / 8;
+const RECLAIM_MIN = 16 * 1024 * 1024;
 
 /** The part of WebAssembly.Memory used here (structural, so published types need no wasm lib). */
 export interface GrowableMemory {
@@ -30,11 +38,23 @@ export interface GrowableMemory {
 
 export class Arena {
   private top: number;
-  private readonly free = new Map<number, number[]>();
+  /** The highest `top` ever reached (the arena's high-water mark). */
+  highWater: number;
+  /** Free blocks: start -> size, end -> start, and (size, start) pairs sorted for best fit. */
+  private readonly freeAt = new Map<number, number>();
+  private readonly freeEnd = new Map<number, number>();
+  private readonly bySize: number[] = []; // flat pairs [size0, ptr0, size1, ptr1, ...], sorted
   private readonly sizeOf = new Map<number, number>();
   bytesInUse = 0;
   /** Frees of a block that is not allocated (double frees): counted, not applied. */
   invalidFrees = 0;
+  /**
+   * Called once before the memory would grow by `bytes`: it may release blocks (a garbage
+   * collection whose finalizers free dead tensors); the allocation then looks again.
+   */
+  reclaim: ((bytes: number) => void) | null = null;
+  /** Bytes handed out since `reclaim` last ran. */
+  private handedOut = 0;
 
   constructor(
     private readonly memory: GrowableMemory,
@@ -42,7 +62,7 @@ export class Arena {
     /** The most bytes the memory can grow to (its declared maximum; wasm32 allows 4 GiB). */
     readonly maxBytes: number = WASM32_MAX_BYTES,
   ) {
-    this.top = base;
+    this.top = this.highWater = base;
   }
 
   /**
@@ -54,22 +74,83 @@ export class Arena {
     if (!(bytes >= 0 && bytes <= this.maxBytes && Number.isInteger(bytes)))
       throw sizeError("wasm arena", bytes, "bytes", 1, `the wasm memory holds at most ${fmtBytes(this.maxBytes)}`);
     // vector loops may finish the last 16 bytes of a block
-    const size = classSize(Math.ceil(bytes / 16) * 16);
-    const hit = this.free.get(size)?.pop();
-    if (hit !== undefined) {
-      this.bytesInUse += size;
-      this.sizeOf.set(hit, size);
-      return hit;
-    }
+    return this.place(classSize(bytes), bytes, true);
+  }
+
+  private place(size: number, bytes: number, mayReclaim: boolean): number {
+    const hit = this.fromFree(size);
+    if (hit >= 0) return hit;
+    // (no free block ever ends at the top: releasing one there lowers the top instead)
     const ptr = this.top;
     const end = ptr + size;
     // SLACK bytes past the last block keep over-reading vector loads inside the memory
+    if (mayReclaim && end + SLACK > this.memory.buffer.byteLength && this.reclaim && this.handedOut >= Math.max(RECLAIM_MIN, this.bytesInUse * RECLAIM_FRACTION)) {
+      const r = this.reclaim;
+      this.reclaim = null; // an allocation it makes must not recurse into another collection
+      try {
+        r(size);
+      } finally {
+        this.reclaim = r;
+      }
+      this.handedOut = 0;
+      return this.place(size, bytes, false); // the free blocks may serve it now (and the top may have moved)
+    }
     const have = this.memory.buffer.byteLength;
     if (end + SLACK > have) this.grow(bytes, end + SLACK - have);
     this.top = end;
+    if (end > this.highWater) this.highWater = end;
     this.bytesInUse += size;
+    this.handedOut += size;
     this.sizeOf.set(ptr, size);
     return ptr;
+  }
+
+  /** The best-fitting free block for `size`, split when much larger; -1 when none fits. */
+  private fromFree(size: number): number {
+    const s = this.bySize;
+    let lo = 0;
+    let hi = s.length >> 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (s[2 * mid]! < size) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo === s.length >> 1) return -1;
+    const have = s[2 * lo]!;
+    const ptr = s[2 * lo + 1]!;
+    this.unfree(ptr, have);
+    const take = have - size >= SPLIT_MIN ? size : have;
+    if (take < have) this.addFree(ptr + take, have - take);
+    this.bytesInUse += take;
+    this.handedOut += take;
+    this.sizeOf.set(ptr, take);
+    return ptr;
+  }
+
+  private pairIndex(size: number, ptr: number): number {
+    const s = this.bySize;
+    let lo = 0;
+    let hi = s.length >> 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      const ms = s[2 * mid]!;
+      if (ms < size || (ms === size && s[2 * mid + 1]! < ptr)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private addFree(ptr: number, size: number): void {
+    this.freeAt.set(ptr, size);
+    this.freeEnd.set(ptr + size, ptr);
+    const i = this.pairIndex(size, ptr);
+    this.bySize.splice(2 * i, 0, size, ptr);
+  }
+
+  private unfree(ptr: number, size: number): void {
+    this.freeAt.delete(ptr);
+    this.freeEnd.delete(ptr + size);
+    this.bySize.splice(2 * this.pairIndex(size, ptr), 2);
   }
 
   private grow(bytes: number, more: number): void {
@@ -97,10 +178,33 @@ export class Arena {
     }
     this.sizeOf.delete(ptr);
     this.bytesInUse -= size;
-    const list = this.free.get(size) ?? [];
-    list.push(ptr);
-    this.free.set(size, list);
+    let start = ptr;
+    let end = ptr + size;
+    const before = this.freeEnd.get(start);
+    if (before !== undefined) {
+      this.unfree(before, start - before);
+      start = before;
+    }
+    const after = this.freeAt.get(end);
+    if (after !== undefined) {
+      this.unfree(end, after);
+      end += after;
+    }
+    if (end === this.top) this.top = start; // the top comes back down
+    else this.addFree(start, end - start);
     return true;
+  }
+
+  /** The size of the allocated block at `ptr` (what it counts in bytesInUse), or undefined. */
+  blockBytes(ptr: number): number | undefined {
+    return this.sizeOf.get(ptr);
+  }
+
+  /** Bytes in free blocks below the top (freed, not yet reused). */
+  get freeBytes(): number {
+    let n = 0;
+    for (const v of this.freeAt.values()) n += v;
+    return n;
   }
 
   get reservedBytes(): number {

@@ -13,6 +13,7 @@ import { qgemvFns } from "./qgemv.js";
 import { qdotFns } from "./qdot.js";
 import { CTL_BYTES, MAX_THREADS, Pool } from "./pool.js";
 import { detect, type Features } from "./features.js";
+import { collectNow } from "../../../runtime/memory.js";
 
 export interface WasmRuntime {
   memory: GrowableMemory; // the shared WebAssembly.Memory
@@ -85,7 +86,10 @@ function build(): WasmRuntime | null {
     buffers.add(b);
     return new ctor(b, ptr, n);
   };
-  return { memory, arena: new Arena(memory, CTL_BYTES * 64), pool, fn, exports, features, buffers, view };
+  const arena = new Arena(memory, CTL_BYTES * 64);
+  // before the memory grows, free what tensors that died since the last collection still hold
+  arena.reclaim = () => void collectNow();
+  return { memory, arena, pool, fn, exports, features, buffers, view };
 }
 
 export function wasmRuntime(): WasmRuntime | null {
