@@ -1,8 +1,9 @@
 // Run under `torchts run` by bench/distributed/distributed.ts. Rank 0 prints one `ROW {...}` line per
 // measurement:
-//   tcp:       a raw TCP stream between rank 0 and rank 1 on 127.0.0.1 (node:net, 4 MB writes,
-//              256 MB), the same machine and moment as the collectives: the reference bandwidth;
-//              and both directions at once (each of the two sends 256 MB to the other), per direction
+//   tcp:       a raw TCP stream from rank 1 to rank 0 on 127.0.0.1 (node:net, 4 MB writes, read
+//              into one reused 4 MB buffer, 256 MB), the same machine and moment as the
+//              collectives: the reference bandwidth; and the raw ring (every rank streams 256 MB to
+//              its right neighbour at once), the slowest link: what a ring algorithm can get
 //   allreduce: float32 SUM of 1 KB .. 256 MB; time = the slowest rank's median over the repetitions;
 //              algbw = bytes / time, busbw = algbw * 2 (n - 1) / n (nccl-tests' definition)
 import { createConnection, createServer, type Socket } from "node:net";
@@ -17,69 +18,82 @@ const quick = process.argv.includes("--quick");
 const emit = (r: object) => rank === 0 && console.log(`ROW ${JSON.stringify(r)}`);
 
 let streams = 0;
-async function tcpStream(bytes: number): Promise<number> {
-  const key = `bench/tcp/${streams++}`;
-  const chunk = Buffer.alloc(4 << 20, 7);
-  if (rank === 0) {
-    const srv = createServer();
-    const incoming = new Promise<Socket>((r) => srv.once("connection", r));
-    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-    await store.set(key, String((srv.address() as { port: number }).port));
-    const sock = await incoming;
-    const t0 = performance.now();
-    let got = 0;
-    await new Promise<void>((resolve) =>
-      sock.on("data", (d: Buffer) => {
-        got += d.length;
-        if (got >= bytes) resolve();
-      }),
-    );
-    const ms = performance.now() - t0;
-    sock.end("k");
-    srv.close();
-    return (bytes / ms) * 1e3;
-  }
-  if (rank === 1) {
-    const port = Number(await store.get(key));
-    const sock = createConnection({ host: "127.0.0.1", port });
-    await new Promise<void>((r) => sock.once("connect", r));
-    for (let sent = 0; sent < bytes; sent += chunk.length) if (!sock.write(chunk)) await new Promise((r) => sock.once("drain", r));
-    await new Promise((r) => sock.once("data", r));
-    sock.destroy();
-  }
-  return 0;
-}
+const READ_BUFFER = 4 << 20;
 
-/** Both directions at once (rank 0 <-> rank 1, what a ring step does): bytes per second per direction. */
-async function tcpBoth(bytes: number): Promise<number> {
-  if (rank > 1) return 0;
-  const key = `bench/tcp2/${streams++}`;
+/**
+ * One raw stream, the sending side: listen and publish the port now; the returned function waits
+ * for the receiver to dial (rawRecv: it reads with node:net's fastest path, one reused 4 MB
+ * buffer with `onread`, what the collectives' receiving sockets use) and writes `bytes` in 4 MB
+ * writes. Publishing before anything waits on the store keeps the store's requests from queueing
+ * behind a get.
+ */
+async function rawSender(key: string, bytes: number, start: () => Promise<void>): Promise<() => Promise<void>> {
   const chunk = Buffer.alloc(4 << 20, 7);
   const srv = createServer();
-  const incoming = new Promise<Socket>((r) => srv.once("connection", r)); // before the peer can connect
+  const incoming = new Promise<Socket>((r) => srv.once("connection", r));
   await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  await store.set(`${key}/${rank}`, String((srv.address() as { port: number }).port));
-  const peerPort = Number(await store.get(`${key}/${1 - rank}`));
-  const out = createConnection({ host: "127.0.0.1", port: peerPort });
-  await new Promise<void>((r) => out.once("connect", r));
-  const inSock = await incoming;
-  await store.add(`${key}/ready`, 1);
-  while (Number(await store.add(`${key}/ready`, 0)) < 2) await new Promise((r) => setTimeout(r, 1));
+  await store.set(`${key}/port/${rank}`, String((srv.address() as { port: number }).port));
+  return async () => {
+    const sock = await incoming;
+    await start();
+    for (let sent = 0; sent < bytes; sent += chunk.length) if (!sock.write(chunk)) await new Promise((r) => sock.once("drain", r));
+    await new Promise((r) => sock.once("data", r)); // the receiver's "got it all"
+    sock.destroy();
+    srv.close();
+  };
+}
+
+async function rawRecv(key: string, bytes: number, from: number, start: () => Promise<void>): Promise<number> {
+  const port = Number(await store.get(`${key}/port/${from}`));
+  let got = 0;
+  let done!: () => void;
+  const all = new Promise<void>((r) => (done = r));
+  const buffer = Buffer.allocUnsafe(READ_BUFFER);
+  const sock = createConnection({ host: "127.0.0.1", port, onread: { buffer, callback: (k: number) => ((got += k) >= bytes && done(), true) } });
+  await new Promise<void>((r) => sock.once("connect", r));
+  await start();
   const t0 = performance.now();
-  const received = new Promise<void>((resolve) => {
-    let got = 0;
-    inSock.on("data", (d: Buffer) => {
-      got += d.length;
-      if (got >= bytes) resolve();
-    });
-  });
-  for (let sent = 0; sent < bytes; sent += chunk.length) if (!out.write(chunk)) await new Promise((r) => out.once("drain", r));
-  await received;
+  await all;
   const ms = performance.now() - t0;
-  out.destroy();
-  inSock.destroy();
-  srv.close();
+  sock.write("k");
+  sock.end();
   return (bytes / ms) * 1e3;
+}
+
+/** Every participant connected: start at once (a counter in the store). */
+function starter(key: string, parties: number): () => Promise<void> {
+  return async () => {
+    await store.add(`${key}/ready`, 1);
+    while (Number(await store.add(`${key}/ready`, 0)) < parties) await new Promise((r) => setTimeout(r, 1));
+  };
+}
+
+/** Rank 1 streams to rank 0 alone: the reference bandwidth. */
+async function tcpStream(bytes: number): Promise<number> {
+  const key = `bench/tcp/${streams++}`;
+  if (rank > 1) return 0;
+  const go = starter(key, 2);
+  if (rank === 1) {
+    await (await rawSender(key, bytes, go))();
+    return 0;
+  }
+  return rawRecv(key, bytes, 1, go);
+}
+
+/**
+ * The raw ring: every rank streams to its right neighbour while receiving from its left, all at
+ * once (what every step of a ring all-reduce asks of the machine); the slowest link's rate. At 2
+ * ranks this is both directions of one pair at once.
+ */
+async function tcpRing(bytes: number): Promise<number> {
+  const key = `bench/ring/${streams++}`;
+  const go = starter(key, 2 * n);
+  const left = (rank - 1 + n) % n;
+  const send = await rawSender(key, bytes, go);
+  const [rate] = await Promise.all([rawRecv(key, bytes, left, go), send()]);
+  const t = torch.tensor([rate]);
+  dist.allReduce(t, { op: dist.ReduceOp.MIN });
+  return t.item();
 }
 
 async function allReduceMs(bytes: number, reps: number): Promise<number> {
@@ -110,6 +124,6 @@ for (const bytes of sizes) {
 }
 const tcpAfter = await tcpStream(tcpBytes);
 dist.barrier();
-const both = await tcpBoth(tcpBytes);
-emit({ kind: "tcp", n, bytes: tcpBytes, before: tcpBefore, after: tcpAfter, both });
+const ring = await tcpRing(tcpBytes);
+emit({ kind: "tcp", n, bytes: tcpBytes, before: tcpBefore, after: tcpAfter, ring });
 await dist.destroyProcessGroup();

@@ -22,6 +22,8 @@ export interface OpCtx {
   /** Send raw bytes (control messages). */
   sendBytes(to: number, sub: number, b: Uint8Array): Promise<void>;
   recvBytes(from: number, sub: number): Promise<Buffer>;
+  /** A received array is consumed (its memory may hold the next message). */
+  release(a: HostArray): void;
 }
 
 /** Messages up to this many bytes take the direct (one-step) algorithms. */
@@ -105,6 +107,7 @@ async function ringReduceScatter(
       const [a, b] = segs[t]![i]!;
       const got = await ctx.recv(left, k * stride + i);
       combine(op, ctx.dtype, work, a, got, 0, b - a);
+      ctx.release(got);
       if (k < n - 2) sent[t]![i] = ctx.send(right, (k + 1) * stride + i, work, a, b - a);
       else onFinal(i, [a, b]);
     }
@@ -138,6 +141,7 @@ export async function allReduce(ctx: OpCtx, data: HostArray, op: ReduceOpName): 
         const got = await ctx.recv(left, agSub(j, i));
         await rsSent[t]![i]; // this range was sent during the reduce-scatter: the socket must be done with it
         data.set(got as never, a);
+        ctx.release(got);
         if (j < n - 2) agSends.push(ctx.send(right, agSub(j + 1, i), data, a, b - a));
       }
     }
@@ -180,6 +184,7 @@ export async function broadcast(ctx: OpCtx, data: HostArray | null, numel: numbe
     const [a, b] = segs[i]!;
     const got = await ctx.recv(prev, i);
     out.set(got as never, a);
+    ctx.release(got);
     if (pos < n - 1) sends.push(ctx.send(next, i, out, a, b - a));
   }
   await Promise.all(sends);

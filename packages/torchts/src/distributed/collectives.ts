@@ -7,7 +7,8 @@
 import type { DType, HostArray } from "../ir/dtype.js";
 import { Tensor } from "../tensor.js";
 import { bindArgs, boolArg, describe, intArg, timeoutArg } from "./args.js";
-import { pendOutputs, prepareOutputs, type Target } from "./comm.js";
+import { realize } from "../runtime/dispatch.js";
+import { pendOutputs, prepareOutputs, staging, type Target } from "./comm.js";
 import type { OpKind, OpRequest } from "./comm_protocol.js";
 import { DistError, freshError } from "./errors.js";
 import { current, groupArg, type ProcessGroup } from "./process_group.js";
@@ -58,11 +59,29 @@ function sameShapes(fn: string, ts: Tensor[], like: Tensor, what: string): void 
       throw new DistError(`${fn}: ${what} must all be ${shapeOf(like)}, got ${shapeOf(t)}`);
 }
 
-/** A contiguous host copy of the tensors' elements, concatenated (its buffer goes to the thread). */
+/** A (contiguous, see tensorArg) tensor's elements in place in its storage's host memory. */
+function hostView(t: Tensor): HostArray {
+  t._checkAlive();
+  realize(t._storage);
+  const all = t._storage.device.readSync!(t._storage.buf!, t._storage.dtype, t._storage.numel);
+  return all.subarray(t._offset, t._offset + t.numel());
+}
+
+/** The tensor's host view when it lies in shared memory (the wasm arena), else null. */
+function sharedView(t: Tensor): HostArray | null {
+  const v = hostView(t);
+  return v.buffer instanceof SharedArrayBuffer && v.length > 0 ? v : null;
+}
+
+/**
+ * A contiguous host copy of the tensors' elements, concatenated, in a staging buffer of its own
+ * (the buffer goes to the communication thread and comes back with the result: comm.ts).
+ */
 function packed(ts: Tensor[]): HostArray {
-  if (ts.length === 1) return ts[0]!._contiguousHost();
-  const parts = ts.map((t) => t._contiguousHost());
-  const out = new (parts[0]!.constructor as new (n: number) => HostArray)(parts.reduce((n, p) => n + p.length, 0));
+  const parts = ts.map(hostView);
+  const ctor = parts[0]!.constructor as { new (b: ArrayBuffer, o: number, n: number): HostArray; BYTES_PER_ELEMENT: number };
+  const total = parts.reduce((n, p) => n + p.length, 0);
+  const out = new ctor(staging.take(total * ctor.BYTES_PER_ELEMENT), 0, total);
   let at = 0;
   for (const p of parts) {
     out.set(p as never, at);
@@ -89,6 +108,8 @@ interface Launch {
   collective: boolean;
   extra?: Partial<OpRequest>;
   timeoutMs?: number;
+  /** The one input is the one output: work on it in place when its memory is shared (comm_protocol.ts). */
+  inPlace?: boolean;
 }
 
 /** Submit one operation; returns its pending handle. */
@@ -99,7 +120,8 @@ function launch(l: Launch) {
     s.comm.observe(l.g.error);
     throw freshError(l.g.error);
   }
-  const input = l.input ? packed(l.input) : null;
+  const inPlace = l.inPlace ? sharedView(l.input![0]!) : null;
+  const input = l.input && !inPlace ? packed(l.input) : null;
   prepareOutputs(l.targets);
   const req: Omit<OpRequest, "type" | "id"> = {
     kind: l.kind,
@@ -115,6 +137,10 @@ function launch(l: Launch) {
   };
   const buf = input ? ownBuffer(input) : null;
   req.input = buf;
+  if (inPlace) {
+    const v = hostView(l.input![0]!); // after prepareOutputs, which may have given the storage new memory
+    req.inPlace = { buffer: v.buffer as SharedArrayBuffer, byteOffset: v.byteOffset };
+  }
   const op = s.comm.submit(req, l.g, buf ? [buf] : []);
   pendOutputs(s.comm, op, l.targets);
   return { op, comm: s.comm };
@@ -145,7 +171,7 @@ export function allReduce(...args: unknown[]): Work | undefined {
   const asyncOp = boolArg(fn, "asyncOp", a.asyncOp, false);
   const op = opArg(fn, a.op, t.dtype);
   if (!g.isMember) return skip(g, asyncOp);
-  return finish({ fn, kind: "allReduce", g, fp: `allReduce(${shapeOf(t)}, op=${op})`, dtype: t.dtype, numel: t.numel(), input: [t], targets: [{ t, from: 0 }], collective: true, extra: { op } }, asyncOp);
+  return finish({ fn, kind: "allReduce", g, fp: `allReduce(${shapeOf(t)}, op=${op})`, dtype: t.dtype, numel: t.numel(), input: [t], targets: [{ t, from: 0 }], collective: true, extra: { op }, inPlace: true }, asyncOp);
 }
 
 /** Copy `src`'s tensor (a global rank) to every rank of the group. */

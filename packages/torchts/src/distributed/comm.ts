@@ -15,6 +15,10 @@ import type { Tensor } from "../tensor.js";
 import { CTRL_POSTED, type FromWorker, type OpRequest } from "./comm_protocol.js";
 import { DistBackendError, DistTimeoutError, freshError } from "./errors.js";
 import { spawnWorker } from "./threads.js";
+import { BufferPool } from "./buffer_pool.js";
+
+/** This thread's staging buffers: inputs are copied into them, results come back in them. */
+export const staging = new BufferPool(256 << 20, 2);
 
 /** Whoever an operation's failure is sticky for (its process group). */
 export interface ErrorSink {
@@ -28,8 +32,7 @@ export class PendingOp {
   observed = false;
   readonly promise: Promise<void>;
   private settle!: [() => void, (e: Error) => void];
-  output: HostArray | null = null;
-  /** Applies the result to the output tensors (set by the collective that made this). */
+  /** Applies the result to the output tensors (set by the collective that made this); `out` is not kept. */
   onOutput: (out: HostArray | null) => void = () => {};
   onError: (e: Error) => void = () => {};
 
@@ -45,7 +48,6 @@ export class PendingOp {
   }
   complete(out: HostArray | null): void {
     this.done = true;
-    this.output = out;
     this.onOutput(out);
     this.settle[0]();
   }
@@ -149,6 +151,7 @@ export function pendOutputs(comm: Comm, op: PendingOp, targets: Target[]): void 
   }
   op.onOutput = (out) => {
     if (out) for (const { t, from } of targets) handles.get(t._storage)!.write(t._offset, out, from, t.numel());
+    if (out) staging.give(out.buffer); // copied into the outputs: the next staging copy reuses it
     for (const h of handles.values()) h.settled(op, null);
   };
   op.onError = (e) => {

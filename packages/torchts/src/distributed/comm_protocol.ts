@@ -22,6 +22,12 @@ export interface OpRequest {
   dtype: DType;
   /** This rank's input (transferred), or null when it sends nothing. */
   input: ArrayBuffer | null;
+  /**
+   * Instead of `input`: the operand in place in the process's shared (wasm) memory, which is also
+   * where the result goes (allReduce of a cpu tensor: no copy in, no copy out). The storage is set
+   * aside while the operation runs, so nothing else touches these bytes.
+   */
+  inPlace?: { buffer: SharedArrayBuffer; byteOffset: number };
   /** Elements of the result (or, for broadcast/scatter, of one rank's block). */
   numel: number;
   op?: ReduceOpName;

@@ -10,7 +10,7 @@ import * as algo from "./algorithms.js";
 import type { OpCtx } from "./algorithms.js";
 import { CTRL_POSTED, type FromWorker, type OpRequest, type ToWorker } from "./comm_protocol.js";
 import { DistBackendError, DistTimeoutError } from "./errors.js";
-import { KIND_ABORT, KIND_DATA, PeerNet, type Msg } from "./peer_net.js";
+import { KIND_ABORT, KIND_DATA, PeerNet, releasePayload, type Msg } from "./peer_net.js";
 
 const { rank, host, token, ctrl, port } = workerData as { rank: number; host: string; token: string; ctrl: SharedArrayBuffer; port: MessagePort };
 const flag = new Int32Array(ctrl);
@@ -82,6 +82,7 @@ class Running {
       async recvBytes(from, sub) {
         return (await self.take(ranks[from]!, sub)).payload;
       },
+      release: releasePayload,
     };
   }
 
@@ -142,7 +143,11 @@ class Running {
   private async body(): Promise<HostArray | null> {
     const { req, ctx } = this;
     const ctor = hostArrayCtor(req.dtype);
-    const input = req.input ? new ctor(req.input, 0, req.input.byteLength / ctor.BYTES_PER_ELEMENT) : null;
+    const input = req.inPlace
+      ? new ctor(req.inPlace.buffer, req.inPlace.byteOffset, req.numel)
+      : req.input
+        ? new ctor(req.input, 0, req.input.byteLength / ctor.BYTES_PER_ELEMENT)
+        : null;
     const collective = req.seq !== null && ctx.n > 1 && req.kind !== "monitoredBarrier";
     // the ring fingerprint exchange runs alongside the algorithm; the operation completes only once it matched
     const ring = collective ? this.ringCheck() : Promise.resolve();
@@ -193,6 +198,11 @@ class Running {
         break;
     }
     await ring;
+    if (req.inPlace) {
+      // the result belongs in the operand's memory (an algorithm may have built it elsewhere)
+      if (out && out !== input) input!.set(out as never);
+      return null;
+    }
     return out;
   }
 

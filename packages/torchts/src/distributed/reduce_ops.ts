@@ -36,9 +36,22 @@ export function rounderOf(dtype: DType): ((x: number) => number) | null {
   return null;
 }
 
+// The hot case, float32 SUM/AVG, in loops that only ever see one array type: V8 compiles them to
+// tight code, where the generic loop below (which meets every HostArray type) is ~4x slower.
+function addF32(dst: Float32Array, d: number, src: Float32Array, s: number, n: number): void {
+  for (let i = 0; i < n; i++) dst[d + i] += src[s + i]!;
+}
+function addF64(dst: Float64Array, d: number, src: Float64Array, s: number, n: number): void {
+  for (let i = 0; i < n; i++) dst[d + i] += src[s + i]!;
+}
+
 /** dst[d + i] = dst[d + i] (op) src[s + i] for i < n. */
 export function combine(op: ReduceOpName, dtype: DType, dst: HostArray, d: number, src: HostArray, s: number, n: number): void {
   const r = rounderOf(dtype);
+  if ((op === "SUM" || op === "AVG") && !r) {
+    if (dst instanceof Float32Array && src instanceof Float32Array) return addF32(dst, d, src, s, n);
+    if (dst instanceof Float64Array && src instanceof Float64Array) return addF64(dst, d, src, s, n);
+  }
   switch (op) {
     case "SUM":
     case "AVG":

@@ -254,6 +254,19 @@ for (const mode of ["strict", "fused"] as const)
     });
   });
 
+await check("a large all-reduce (the ring) on a view works in place in the arena and leaves the rest of the buffer alone", async () => {
+  const m = 300_000; // 1.2 MB: past the direct algorithms' limit, several ring segments
+  const buf = torch.full([m + 7], -1, { dtype: "float32" });
+  const view = buf.narrow(0, 3, m);
+  view.copy_(torch.arange(0, m, { dtype: "float32" }).add(rank));
+  dist.allReduce(view, { op: dist.ReduceOp.AVG });
+  const got = await flat(buf);
+  const shift = (n - 1) / 2; // the mean of 0..n-1
+  assert.deepEqual(got.slice(0, 3), [-1, -1, -1]);
+  assert.deepEqual(got.slice(m + 3), [-1, -1, -1, -1]);
+  for (const i of [0, 1, 777, m - 1]) assert.equal(got[3 + i], i + shift, `element ${i}`);
+});
+
 // ---- groups ----
 await check("newGroup: a subgroup of the first and last rank; non-members do nothing", async () => {
   const g = dist.newGroup([n - 1, 0]);
