@@ -3,7 +3,8 @@
 //   tcp:       a raw TCP stream from rank 1 to rank 0 on 127.0.0.1 (node:net, 4 MB writes, read
 //              into one reused 4 MB buffer, 256 MB), the same machine and moment as the
 //              collectives: the reference bandwidth; and the raw ring (every rank streams 256 MB to
-//              its right neighbour at once), the slowest link: what a ring algorithm can get
+//              its right neighbour at once), the slowest link: what a ring algorithm can get;
+//              and a plain stream (node:net's default reads, a fresh Buffer each)
 //   allreduce: float32 SUM of 1 KB .. 256 MB; time = the slowest rank's median over the repetitions;
 //              algbw = bytes / time, busbw = algbw * 2 (n - 1) / n (nccl-tests' definition)
 import { createConnection, createServer, type Socket } from "node:net";
@@ -43,13 +44,16 @@ async function rawSender(key: string, bytes: number, start: () => Promise<void>)
   };
 }
 
-async function rawRecv(key: string, bytes: number, from: number, start: () => Promise<void>): Promise<number> {
+/** The receiving side: `plain` reads with node:net's default ('data' events, a fresh Buffer per read). */
+async function rawRecv(key: string, bytes: number, from: number, start: () => Promise<void>, plain = false): Promise<number> {
   const port = Number(await store.get(`${key}/port/${from}`));
   let got = 0;
   let done!: () => void;
   const all = new Promise<void>((r) => (done = r));
   const buffer = Buffer.allocUnsafe(READ_BUFFER);
-  const sock = createConnection({ host: "127.0.0.1", port, onread: { buffer, callback: (k: number) => ((got += k) >= bytes && done(), true) } });
+  const onread = { buffer, callback: (k: number) => ((got += k) >= bytes && done(), true) };
+  const sock = createConnection({ host: "127.0.0.1", port, ...(plain ? {} : { onread }) });
+  if (plain) sock.on("data", (d: Buffer) => (got += d.length) >= bytes && done());
   await new Promise<void>((r) => sock.once("connect", r));
   await start();
   const t0 = performance.now();
@@ -68,8 +72,8 @@ function starter(key: string, parties: number): () => Promise<void> {
   };
 }
 
-/** Rank 1 streams to rank 0 alone: the reference bandwidth. */
-async function tcpStream(bytes: number): Promise<number> {
+/** Rank 1 streams to rank 0 alone: the reference bandwidth (`plain`: read as node:net does by default). */
+async function tcpStream(bytes: number, plain = false): Promise<number> {
   const key = `bench/tcp/${streams++}`;
   if (rank > 1) return 0;
   const go = starter(key, 2);
@@ -77,7 +81,7 @@ async function tcpStream(bytes: number): Promise<number> {
     await (await rawSender(key, bytes, go))();
     return 0;
   }
-  return rawRecv(key, bytes, 1, go);
+  return rawRecv(key, bytes, 1, go, plain);
 }
 
 /**
@@ -125,5 +129,7 @@ for (const bytes of sizes) {
 const tcpAfter = await tcpStream(tcpBytes);
 dist.barrier();
 const ring = await tcpRing(tcpBytes);
-emit({ kind: "tcp", n, bytes: tcpBytes, before: tcpBefore, after: tcpAfter, ring });
+dist.barrier();
+const plain = await tcpStream(tcpBytes, true);
+emit({ kind: "tcp", n, bytes: tcpBytes, before: tcpBefore, after: tcpAfter, ring, plain });
 await dist.destroyProcessGroup();
