@@ -53,6 +53,7 @@ async function child(kase: "decode" | "train", mode: string): Promise<Result> {
     const { KVCache } = await import("../../packages/torchts/src/transformers/index.js");
     const PROMPT = QUICK ? 64 : 512;
     const DECODE = QUICK ? 8 : 32;
+    tracker.mark("model");
     const m = buildModel();
     const weights = [...m.parameters(), ...m.buffers()].reduce((s, t) => s + t.numel() * itemSize(t.dtype), 0);
     // the cache generate() builds for this prompt: measured as the bytes its tensors hold
@@ -65,13 +66,17 @@ async function child(kase: "decode" | "train", mode: string): Promise<Result> {
     baseLabel = `weights ${mb(weights)} + KV ${mb(kv)} MiB`;
     const prompt = Array.from({ length: PROMPT }, (_, i) => (i * 7919 + 13) % 16000);
     const compile = mode === "compiled";
-    for (let r = 0; r < 4; r++) await m.generate(prompt, { maxNewTokens: DECODE + 1, stopTokenIds: [], compile });
+    for (let r = 0; r < 4; r++) {
+      tracker.mark(`generate ${r}`);
+      await m.generate(prompt, { maxNewTokens: DECODE + 1, stopTokenIds: [], compile });
+    }
   } else {
     const { GPT } = await import("../../examples/mingpt/model.js");
     const cfg = { vocabSize: 65, blockSize: 256, nLayer: 6, nHead: 6, nEmbd: 384 };
     const B = 8;
     torch.manualSeed(0);
     if (mode === "fused") torch.setEagerMode("fused");
+    tracker.mark("model");
     const model = new GPT(cfg);
     const opt = model.configureOptimizer({ lr: 3e-4, betas: [0.9, 0.95], weightDecay: 0.1 });
     const params = [...model.parameters()].reduce((s, p) => s + p.numel() * 4, 0);
@@ -89,7 +94,10 @@ async function child(kase: "decode" | "train", mode: string): Promise<Result> {
     for (let i = 0; i <= (QUICK ? 4 : 8); i++) {
       const x = torch.randint(0, cfg.vocabSize, [B, cfg.blockSize]);
       const y = torch.randint(0, cfg.vocabSize, [B, cfg.blockSize]);
+      tracker.mark(`step ${i}`);
       await run(x, y).item();
+      if (process.argv.includes("--detail"))
+        process.stderr.write(`step ${i}: arena ${mb(tracker.arena.reservedBytes)} MiB, in use ${mb(tracker.arena.bytesInUse)}, storages ${mb(torch.memory.stats().liveBytes)}\n`);
     }
   }
   await tracker.finish();
@@ -108,7 +116,7 @@ function report(r: Result): void {
   );
   console.log(
     `       at the peak (top ${mb(s.top)} MiB): allocated ${mb(s.allocatedAtPeak)} = needed storages ${mb(s.storageNeededAtPeak)} + dead-held storages ${mb(s.deadHeldAtPeak)} ` +
-      `+ scratch ${mb(s.scratchAtPeak)} + class rounding ${mb(s.roundingAtPeak)}; free blocks not reused ${mb(s.freeAtPeak)}; above top ${mb(s.reserved - s.top)} (${s.blocks} blocks, ${(r.ms / 1000).toFixed(0)} s)`,
+      `+ scratch ${mb(s.scratchAtPeak)} + class rounding ${mb(s.roundingAtPeak)}; free blocks not reused ${mb(s.freeAtPeak)}; above top ${mb(s.reserved - s.top)}; in ${s.phase} (${s.blocks} blocks, ${(r.ms / 1000).toFixed(0)} s)`,
   );
   if (process.argv.includes("--detail")) {
     console.log(`       dead-held by op (MiB): ${s.deadByOp.map(([o, b]) => `${o} ${mb(b)}`).join(", ")}`);

@@ -63,6 +63,8 @@ export interface Snapshot {
   /** dead-held storage bytes at tPeak by the public op that allocated them (largest first) */
   deadByOp: [string, number][];
   growth: { bytes: number; freeLists: [number, number][] };
+  /** the phase (ArenaTracker.mark) the peak fell in */
+  phase: string;
 }
 
 /** The arena's free lists as (class size, count), largest total first (reads its private map). */
@@ -172,6 +174,12 @@ export class ArenaTracker {
     for (const b of this.live.values()) if (b.storage) b.last = t;
   }
 
+  private readonly marks: [string, number][] = [];
+  /** Names the run's phase from now on (the snapshot says in which one the peak fell). */
+  mark(label: string): void {
+    this.marks.push([label, ++this.clock]);
+  }
+
   snapshot(): Snapshot {
     const t = this.tPeak;
     const deadOps = new Map<string, number>();
@@ -192,7 +200,9 @@ export class ArenaTracker {
         sNeed += b.bytes;
       } else {
         dead += b.bytes;
-        deadOps.set(b.op, (deadOps.get(b.op) ?? 0) + b.bytes);
+        // (no WeakRef to the owning storage is kept: one would keep it alive until the end of the job)
+        const k = `${b.op} (${b.t1 === Infinity ? "still held at the end" : b.size >= 1 << 20 ? `${(b.bytes / 2 ** 20).toFixed(1)} MiB blocks` : "small blocks"})`;
+        deadOps.set(k, (deadOps.get(k) ?? 0) + b.bytes);
       }
     }
     // sweeps over the whole run: +bytes at t0, -bytes after the end of the interval
@@ -227,6 +237,7 @@ export class ArenaTracker {
       blocks: this.all.length,
       deadByOp: [...deadOps].sort((a, b) => b[1] - a[1]).slice(0, 8),
       growth: this.growth,
+      phase: this.marks.filter(([, t]) => t <= this.tPeak).pop()?.[0] ?? "start",
     };
   }
 }

@@ -306,6 +306,43 @@ export function scope<T>(fn: () => T): T {
   return result;
 }
 
+/**
+ * The end of an outermost public op in strict or debug eager: the storages it made (`made`, in
+ * order) that its result does not hold are freed now, not when the garbage collector gets to them
+ * (a composite's intermediates: linear's product before the bias, gelu's polynomial, an
+ * optimizer update's terms), so the next op reuses that memory. One an autograd node saved stays
+ * for backward, marked `internal`, and is freed when the last node that saved it is released
+ * (PyTorch frees saved variables after backward). A result the walk cannot see through (a class
+ * instance, a tensor subclass, deep nesting) frees nothing.
+ */
+export function freeOpTemporaries(made: readonly Storage[], result: unknown): void {
+  if (!made.length) return;
+  const keep = new Set<Storage>();
+  if (!resultStorages(result, keep, 0)) return;
+  for (let i = made.length - 1; i >= 0; i--) {
+    const st = made[i]!;
+    if (st.disposed || keep.has(st) || st.persistent || st.transfer || st.pending || pinned.has(st)) continue;
+    if (st.savedBy > 0) st.internal = true;
+    else st.dispose();
+  }
+}
+
+/** Adds the storages of the tensors in `v` to `out`; false if `v` may hold tensors it cannot see. */
+function resultStorages(v: unknown, out: Set<Storage>, depth: number): boolean {
+  if (v === null || typeof v !== "object") return typeof v !== "function";
+  if (depth > 6) return false;
+  if (v instanceof Tensor) {
+    if (v.constructor !== Tensor) return false;
+    out.add(v._storage);
+    if (v._base) out.add(v._base._storage);
+    return true;
+  }
+  if (Array.isArray(v)) return v.every((x) => resultStorages(x, out, depth + 1));
+  const proto = Object.getPrototypeOf(v) as unknown;
+  if (proto !== Object.prototype && proto !== null) return false;
+  return Object.values(v as object).every((x) => resultStorages(x, out, depth + 1));
+}
+
 /** Storages of long-lived internal constants: no torch.scope frees them, not even through a view. */
 const pinned = new WeakSet<Storage>();
 

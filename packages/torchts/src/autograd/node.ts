@@ -68,7 +68,12 @@ export class Node {
   /** After backward (retainGraph false): drop everything that can hold tensors, the backward
    * closure and ctx included, so a kept output (the loss) does not keep the step's activations. */
   release(): void {
-    if (!this.released) for (const st of this.savedStorages) st.savedBy = Math.max(0, st.savedBy - 1);
+    if (!this.released)
+      for (const st of this.savedStorages) {
+        st.savedBy = Math.max(0, st.savedBy - 1);
+        // an op's intermediate that only autograd kept (tensor.ts, freeOpTemporaries): no one else can read it
+        if (st.savedBy === 0 && st.internal) st.dispose();
+      }
     this.savedStorages = [];
     this.released = true;
     this.saved = null;

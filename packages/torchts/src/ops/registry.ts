@@ -4,8 +4,9 @@
 // (positional / options object / mixed) with the one binder, names the op in every error it lets
 // through, and rolls back what a failed call recorded (fused eager's pending nodes), so a bad
 // call cannot leave state behind. Implementations receive clean arguments in schema order.
-import { Tensor } from "../tensor.js";
-import { enterOp, exitOp } from "../runtime/mode.js";
+import { freeOpTemporaries, Tensor } from "../tensor.js";
+import { enterOp, exitOp, getEagerMode } from "../runtime/mode.js";
+import { opTemporaries } from "../runtime/storage.js";
 import { opCheckpoint, opRollback } from "../runtime/dispatch.js";
 import { bindArgs, describeCall, isRuntimeBindError, signatureText } from "./binder.js";
 import { parseSchema, type Schema } from "./schema.js";
@@ -121,14 +122,32 @@ function runBound(def: OpDef, impl: (...a: unknown[]) => unknown, vals: unknown[
   if (def.transparent) return transparentCall(def.name, impl, vals);
   if (!enterOp(def.name)) return impl(...vals);
   const token = opCheckpoint();
+  const made = listsTemporaries(vals) ? (opTemporaries.made = []) : null;
   try {
-    return impl(...vals);
+    const r = impl(...vals);
+    if (made && !(r instanceof Promise)) {
+      opTemporaries.made = null;
+      freeOpTemporaries(made, r);
+    }
+    return r;
   } catch (e) {
     opRollback(token);
     throw nameError(e, def.name);
   } finally {
+    opTemporaries.made = null;
     exitOp();
   }
+}
+
+/**
+ * Whether this call frees its intermediates when it returns (freeOpTemporaries): strict and
+ * debug eager only (fused eager and compile keep values lazy and plan them), never around user
+ * code (a callback argument may keep what it makes) or a tracer (torch.export) that may.
+ */
+function listsTemporaries(vals: unknown[]): boolean {
+  if (getEagerMode() === "fused" || opHooks.call) return false;
+  for (const v of vals) if (typeof v === "function") return false;
+  return true;
 }
 
 export interface OpOptions {

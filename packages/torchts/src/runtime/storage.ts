@@ -26,6 +26,13 @@ export interface Pending {
 /** Dtypes whose host array type holds only valid values (float16 lives in float32, int64 in float64, bool in uint8). */
 const EXACT_HOST: ReadonlySet<DType> = new Set<DType>(["float32", "float64", "int32", "int8", "uint8"]);
 
+/**
+ * While the outermost public op runs in strict or debug eager, the storages it makes are listed
+ * here, so that it can free those its result does not hold when it returns (tensor.ts,
+ * freeOpTemporaries). Null when nothing is listening.
+ */
+export const opTemporaries: { made: Storage[] | null } = { made: null };
+
 /** Every storage that became pending (fused mode); flushAll and the size bound walk it. */
 export const pendingSet = new Set<WeakRef<Storage>>();
 
@@ -43,6 +50,11 @@ export class Storage {
    * such values and keeps them, instead of recomputing the forward, matmuls included, later).
    */
   savedBy = 0;
+  /**
+   * Made inside a public op and not part of its result, kept only because autograd nodes saved
+   * it: freed when the last of them is released after backward (autograd/node.ts).
+   */
+  internal = false;
   /** readers.length after the last pruning of dead/finished readers. */
   private pruned = 0;
   /** Bumped by every in-place write; autograd compares it with the version it saved. */
@@ -72,6 +84,7 @@ export class Storage {
     if (!(numel >= 0 && Number.isInteger(numel)))
       throw new RangeError(`${opPrefix()}invalid tensor size: ${String(numel)} elements (a size must be a finite non-negative integer)`);
     if (numel > 65536 && device.checkSize) device.checkSize(dtype, numel);
+    opTemporaries.made?.push(this);
   }
 
   allocate(): DeviceBuffer {

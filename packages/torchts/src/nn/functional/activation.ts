@@ -5,7 +5,8 @@
 import type { DType } from "../../ir/dtype.js";
 import { normDim, shapeStr } from "../../ir/shape.js";
 import { scope, type Tensor } from "../../tensor.js";
-import { noGrad } from "../../autograd/grad_mode.js";
+import { isGradEnabled, noGrad } from "../../autograd/grad_mode.js";
+import { getEagerMode } from "../../runtime/mode.js";
 import { attach, cast, compositePrim } from "../../ops/core.js";
 import { op, type Sig } from "../../ops/registry.js";
 import * as M from "../../ops/math.js";
@@ -163,26 +164,105 @@ export const gelu = op<Sig<[input: Tensor], { approximate?: "none" | "tanh" }, T
 
 const GELU_K = Math.sqrt(2 / Math.PI);
 
+/**
+ * Frees a formula's intermediates once their last reader ran, when nothing else can hold them:
+ * no autograd recording (a backward without createGraph, a no-grad forward) and strict or debug
+ * eager (fused eager never materializes them). Held to the end of the call, gelu's backward
+ * would keep ~15 activation-sized tensors per call alive at once.
+ */
+function drop(...ts: Tensor[]): void {
+  if (isGradEnabled() || getEagerMode() === "fused") return;
+  for (const t of ts) t.dispose();
+}
+
 function geluValue(x: Tensor, a: "none" | "tanh"): Tensor {
-  if (a === "none") return M.mul(M.mul(x, 0.5), M.add(M.erf(M.mul(x, Math.SQRT1_2)), 1));
-  const inner = M.mul(M.add(x, M.mul(M.mul(M.mul(x, x), x), 0.044715)), GELU_K);
-  return M.mul(M.mul(x, 0.5), M.add(M.tanh(inner), 1));
+  if (a === "none") {
+    const h = M.mul(x, 0.5);
+    const u = M.mul(x, Math.SQRT1_2);
+    const e = M.erf(u);
+    drop(u);
+    const e1 = M.add(e, 1);
+    drop(e);
+    const y = M.mul(h, e1);
+    drop(h, e1);
+    return y;
+  }
+  // x/2 (1 + tanh(k (x + c x^3)))
+  const x2 = M.mul(x, x);
+  const x3 = M.mul(x2, x);
+  drop(x2);
+  const cx3 = M.mul(x3, 0.044715);
+  drop(x3);
+  const s = M.add(x, cx3);
+  drop(cx3);
+  const inner = M.mul(s, GELU_K);
+  drop(s);
+  const h = M.mul(x, 0.5);
+  const th = M.tanh(inner);
+  drop(inner);
+  const t1 = M.add(th, 1);
+  drop(th);
+  const y = M.mul(h, t1);
+  drop(h, t1);
+  return y;
 }
 
 /** d gelu / dx, written with differentiable ops (double backward works). */
 function geluDerivative(x: Tensor, a: "none" | "tanh"): Tensor {
   if (a === "none") {
     // Phi(x) + x phi(x)
-    const cdf = M.mul(M.add(M.erf(M.mul(x, Math.SQRT1_2)), 1), 0.5);
-    const pdf = M.mul(M.exp(M.mul(M.mul(x, x), -0.5)), 1 / Math.sqrt(2 * Math.PI));
-    return M.add(cdf, M.mul(x, pdf));
+    const u = M.mul(x, Math.SQRT1_2);
+    const e = M.erf(u);
+    drop(u);
+    const e1 = M.add(e, 1);
+    drop(e);
+    const cdf = M.mul(e1, 0.5);
+    drop(e1);
+    const x2 = M.mul(x, x);
+    const q = M.mul(x2, -0.5);
+    drop(x2);
+    const ex = M.exp(q);
+    drop(q);
+    const pdf = M.mul(ex, 1 / Math.sqrt(2 * Math.PI));
+    drop(ex);
+    const xp = M.mul(x, pdf);
+    drop(pdf);
+    const d = M.add(cdf, xp);
+    drop(cdf, xp);
+    return d;
   }
   // 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2), t = tanh(k (x + c x^3))
   const x2 = M.mul(x, x);
-  const t = M.tanh(M.mul(M.add(x, M.mul(M.mul(x2, x), 0.044715)), GELU_K));
-  const dInner = M.mul(M.add(M.mul(x2, 3 * 0.044715), 1), GELU_K);
-  const sech2 = M.sub(1, M.mul(t, t));
-  return M.add(M.mul(M.add(t, 1), 0.5), M.mul(M.mul(M.mul(x, 0.5), sech2), dInner));
+  const x3 = M.mul(x2, x);
+  const cx3 = M.mul(x3, 0.044715);
+  drop(x3);
+  const s = M.add(x, cx3);
+  drop(cx3);
+  const inner = M.mul(s, GELU_K);
+  drop(s);
+  const t = M.tanh(inner);
+  drop(inner);
+  const p = M.mul(x2, 3 * 0.044715);
+  drop(x2);
+  const p1 = M.add(p, 1);
+  drop(p);
+  const dInner = M.mul(p1, GELU_K);
+  drop(p1);
+  const tt = M.mul(t, t);
+  const sech2 = M.sub(1, tt);
+  drop(tt);
+  const t1 = M.add(t, 1);
+  drop(t);
+  const left = M.mul(t1, 0.5);
+  drop(t1);
+  const h = M.mul(x, 0.5);
+  const hs = M.mul(h, sech2);
+  drop(h, sech2);
+  const right = M.mul(hs, dInner);
+  drop(hs, dInner);
+  const d = M.add(left, right);
+  drop(left, right);
+  return d;
 }
 
 export const silu = op<InplaceSig>("silu(Tensor input, bool inplace=False) -> Tensor", (x: Tensor, inplace: boolean) =>
