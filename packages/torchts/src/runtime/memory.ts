@@ -149,11 +149,13 @@ const GC_SLACK = 128 * 1024 * 1024;
 let liveAfterGc = 0;
 let collectionRequested = false;
 /**
- * A collection ran inside synchronous code since the last yield (collectNow): the step makes
- * enough garbage to need one, so the yield that ends it collects too, before the next step
- * stacks its allocations on the rest.
+ * A collection ran inside synchronous code since the last yield (collectNow, before the wasm arena
+ * grew): the step makes enough garbage to need one, so the yield that ends it collects too if
+ * the live memory grew by AFTER_SYNC_SLACK since, and the rest of the step's garbage does not
+ * stay for the next step to stack its allocations on.
  */
 let collectedSinceYield = false;
+const AFTER_SYNC_SLACK = 4 * 1024 * 1024;
 
 /**
  * Ask for a collection at the next yield whatever the growth rule says: the fused scheduler
@@ -189,9 +191,13 @@ function gcFunction(): (() => void) | null {
 export async function maybeYield(): Promise<void> {
   if (sinceYield < YIELD_BYTES) return;
   sinceYield = 0;
-  const collect = (collectionRequested || collectedSinceYield || stats.liveBytes > 2 * liveAfterGc + GC_SLACK) && gcFunction() !== null;
-  collectionRequested = collectedSinceYield = false;
-  if (collect) {
+  const grown = stats.liveBytes > (collectedSinceYield ? liveAfterGc + AFTER_SYNC_SLACK : 2 * liveAfterGc + GC_SLACK);
+  const collect = (collectionRequested || grown) && gcFunction() !== null;
+  collectionRequested = false;
+  // where finalizers can run synchronously, the releases are done before the event loop turns
+  const done = collect && collectNow();
+  collectedSinceYield = false;
+  if (collect && !done) {
     const seen = new Promise<void>((r) => (sentinelSeen = r));
     registry().register({}, SENTINEL);
     collector!();

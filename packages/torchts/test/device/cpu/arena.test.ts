@@ -99,17 +99,38 @@ test("arena: reclaim runs before the memory grows and its releases are reused", 
     a.alloc(64); // an allocation inside does not recurse into another reclaim
     for (const p of dead.splice(0)) a.release(p);
   };
-  // 16 MiB of garbage (a collection is only worth it past 16 MiB handed out)
-  for (let i = 0; i < 16; i++) dead.push(a.alloc(1 << 20));
+  // 64 MiB of garbage (a collection is only worth it once the bytes in use grew by 64 MiB)
+  for (let i = 0; i < 64; i++) dead.push(a.alloc(1 << 20));
   const reserved = mem.buffer.byteLength;
   const p = a.alloc(1 << 20);
   assert.equal(calls, 1);
   assert.equal(p, 0, "the collected garbage serves the request");
   assert.equal(mem.buffer.byteLength, reserved, "no growth");
-  // nothing handed out since: the next growth does not collect again
+  // the bytes in use did not grow enough since: the next growth does not collect again
   a.alloc(reserved);
   assert.equal(calls, 1);
   assert.ok(mem.buffer.byteLength > reserved);
+});
+
+/** A memory that only counts its size (the arena never touches the bytes): big arenas cost nothing. */
+function sizeOnly(): { buffer: { byteLength: number }; grow(pages: number): number } {
+  const m = { buffer: { byteLength: PAGE }, grow: (p: number) => ((m.buffer = { byteLength: m.buffer.byteLength + p * PAGE }), 0) };
+  return m;
+}
+
+test("arena: memory that stays live grows with a bounded number of reclaims", () => {
+  const a = new Arena(sizeOnly() as unknown as WebAssembly.Memory, 0);
+  let calls = 0;
+  a.reclaim = () => void calls++; // finds nothing: everything is live
+  const live: number[] = [];
+  for (let i = 0; i < 1024; i++) live.push(a.alloc(1 << 20)); // 1 GiB, 1 MiB at a time
+  // geometric steps: at 64 MiB, then every 1/8 more (plus 64 MiB while that is smaller)
+  assert.ok(calls >= 8 && calls <= 20, `${calls} reclaims`);
+  // freeing lowers the mark a reclaim is measured from: new garbage is collected again
+  for (const q of live.splice(0, 512)) a.release(q);
+  const before = calls;
+  for (let i = 0; i < 600; i++) a.alloc(1 << 20);
+  assert.ok(calls > before, "a reclaim once the bytes in use grew again");
 });
 
 test("arena: a reclaim that throws leaves the arena usable", () => {
@@ -117,11 +138,11 @@ test("arena: a reclaim that throws leaves the arena usable", () => {
   a.reclaim = () => {
     throw new Error("boom");
   };
-  for (let i = 0; i < 16; i++) a.alloc(1 << 20);
+  for (let i = 0; i < 64; i++) a.alloc(1 << 20);
   assert.throws(() => a.alloc(1 << 20), /boom/);
-  assert.equal(a.bytesInUse, 16 << 20);
+  assert.equal(a.bytesInUse, 64 << 20);
   a.reclaim = null;
-  assert.equal(a.alloc(64), 16 << 20);
+  assert.equal(a.alloc(64), 64 << 20);
 });
 
 test("arena: the memory grows by whole pages, only as far as needed", () => {

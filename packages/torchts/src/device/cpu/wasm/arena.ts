@@ -23,12 +23,14 @@ export function classSize(bytes: number): number {
 const SLACK = 64; // bytes past the top block: over-reading vector loads stay inside the memory
 /** A free block no longer than this past the size asked for is handed out whole (no sliver stays behind). */
 const SPLIT_MIN = 256;
-// `reclaim` runs only when at least this fraction of the bytes in use (and RECLAIM_MIN) was
-// handed out since it last ran: a collection that finds little is not repeated at every growth,
-// and memory that really is live (weights being loaded) grows with a bounded number of
-// collections (geometric steps).
+// `reclaim` runs only when the bytes in use grew past what they were after it last ran (or the
+// least they were since) by RECLAIM_FRACTION of that, and at least RECLAIM_MIN: what a
+// collection can find is what became garbage since, so one that finds little is not repeated at
+// every growth, memory that really is live (weights being loaded) grows with a bounded number of
+// collections (geometric steps), and a small workload collects about as often as the runtime's
+// own rule (memory.ts, maybeYield) would.
 const RECLAIM_FRACTION = 1 / 8;
-const RECLAIM_MIN = 16 * 1024 * 1024;
+const RECLAIM_MIN = 64 * 1024 * 1024;
 
 /** The part of WebAssembly.Memory used here (structural, so published types need no wasm lib). */
 export interface GrowableMemory {
@@ -53,8 +55,8 @@ export class Arena {
    * collection whose finalizers free dead tensors); the allocation then looks again.
    */
   reclaim: ((bytes: number) => void) | null = null;
-  /** Bytes handed out since `reclaim` last ran. */
-  private handedOut = 0;
+  /** bytesInUse after `reclaim` last ran, lowered by the releases since. */
+  private floor = 0;
 
   constructor(
     private readonly memory: GrowableMemory,
@@ -84,7 +86,7 @@ export class Arena {
     const ptr = this.top;
     const end = ptr + size;
     // SLACK bytes past the last block keep over-reading vector loads inside the memory
-    if (mayReclaim && end + SLACK > this.memory.buffer.byteLength && this.reclaim && this.handedOut >= Math.max(RECLAIM_MIN, this.bytesInUse * RECLAIM_FRACTION)) {
+    if (mayReclaim && end + SLACK > this.memory.buffer.byteLength && this.reclaim && this.bytesInUse >= this.floor + Math.max(RECLAIM_MIN, this.floor * RECLAIM_FRACTION)) {
       const r = this.reclaim;
       this.reclaim = null; // an allocation it makes must not recurse into another collection
       try {
@@ -92,7 +94,7 @@ export class Arena {
       } finally {
         this.reclaim = r;
       }
-      this.handedOut = 0;
+      this.floor = this.bytesInUse;
       return this.place(size, bytes, false); // the free blocks may serve it now (and the top may have moved)
     }
     const have = this.memory.buffer.byteLength;
@@ -100,7 +102,6 @@ export class Arena {
     this.top = end;
     if (end > this.highWater) this.highWater = end;
     this.bytesInUse += size;
-    this.handedOut += size;
     this.sizeOf.set(ptr, size);
     return ptr;
   }
@@ -122,7 +123,6 @@ export class Arena {
     const take = have - size >= SPLIT_MIN ? size : have;
     if (take < have) this.addFree(ptr + take, have - take);
     this.bytesInUse += take;
-    this.handedOut += take;
     this.sizeOf.set(ptr, take);
     return ptr;
   }
@@ -178,6 +178,7 @@ export class Arena {
     }
     this.sizeOf.delete(ptr);
     this.bytesInUse -= size;
+    if (this.bytesInUse < this.floor) this.floor = this.bytesInUse;
     let start = ptr;
     let end = ptr + size;
     const before = this.freeEnd.get(start);
