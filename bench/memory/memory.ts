@@ -1,7 +1,8 @@
 // Peak wasm-arena memory of the two workloads issue 18 bounds (findings: README.md here):
 //   (a) decode: the ~100M Llama of bench/transformers (d 768, 12 layers, 12/4 heads, MLP 2048,
 //       vocab 16000, random weights), prompt 512 + 32 new tokens, batch 1, f32, compiled and
-//       strict, like bench/transformers/llama.ts (a warm-up generate, then 3 timed ones).
+//       strict (fused with --mode=fused), like bench/transformers/llama.ts (a warm-up generate,
+//       then 3 timed ones).
 //       Target: peak arena <= 1.5x (weights + KV cache).
 //   (b) train: the minGPT step of bench/suites/mingpt.ts (6 layers, d 384, 6 heads, block 256,
 //       batch 8, AdamW), 9 steps, strict / fused / compiled.
@@ -66,10 +67,12 @@ async function child(kase: "decode" | "train", mode: string): Promise<Result> {
     baseLabel = `weights ${mb(weights)} + KV ${mb(kv)} MiB`;
     const prompt = Array.from({ length: PROMPT }, (_, i) => (i * 7919 + 13) % 16000);
     const compile = mode === "compiled";
-    for (let r = 0; r < 4; r++) {
-      tracker.mark(`generate ${r}`);
-      await m.generate(prompt, { maxNewTokens: DECODE + 1, stopTokenIds: [], compile });
-    }
+    await torch.withEagerMode(mode === "fused" ? "fused" : "strict", async () => {
+      for (let r = 0; r < 4; r++) {
+        tracker.mark(`generate ${r}`);
+        await m.generate(prompt, { maxNewTokens: DECODE + 1, stopTokenIds: [], compile });
+      }
+    });
   } else {
     const { GPT } = await import("../../examples/mingpt/model.js");
     const cfg = { vocabSize: 65, blockSize: 256, nLayer: 6, nHead: 6, nEmbd: 384 };
