@@ -283,11 +283,13 @@ type BVjp = (g: Tensor, a: Tensor, b: Tensor, y: Tensor) => [Tensor | null, Tens
 const BINARY_GRAD: Record<BinaryOp, BVjp | null> = {
   add: (g) => [g, g],
   sub: (g) => [g, M.neg(g)],
-  mul: (g, a, b) => [M.mul(g, b), M.mul(g, a)],
-  div: (g, _a, b, y) => [M.div(g, b), M.neg(M.div(M.mul(g, y), b))],
+  // a, b or y is null when no gradient reads it (binary() saves only what is needed)
+  mul: (g, a, b) => [b ? M.mul(g, b) : null, a ? M.mul(g, a) : null],
+  // PyTorch's div_tensor_other_backward: -grad * ((a / b) / b), from the inputs (not the output)
+  div: (g, a, b) => [M.div(g, b), a ? M.neg(M.mul(g, M.div(M.div(a, b), b))) : null],
   pow: (g, a, b, y) => {
     const ga = M.where(M.eq(b, 0), 0, M.mul(g, M.mul(b, M.pow(a, M.sub(b, 1)))));
-    const gb = M.mul(g, M.where(M.logicalAnd(M.eq(a, 0), M.ge(b, 0)), 0, M.mul(y, M.log(a))));
+    const gb = y ? M.mul(g, M.where(M.logicalAnd(M.eq(a, 0), M.ge(b, 0)), 0, M.mul(y, M.log(a)))) : null;
     return [ga, gb];
   },
   maximum: (g, a, b) => {
@@ -330,8 +332,19 @@ export function binary(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
   const out = prim("binary", { op }, [ea, eb], shape, COMPARE.has(op) ? "bool" : a.dtype, dev(a));
   const rule = BINARY_GRAD[op];
   if (!rule) return out;
+  // save only what the gradients that will be needed read (PyTorch's rule), so that an in-place
+  // update of a value no gradient reads stays legal: y = x.mul(2); y.mul_(3)
+  const forB = <T,>(t: T): T | null => (b.requiresGrad ? t : null);
   const saved =
-    op === "add" || op === "sub" ? [null, null, null] : op === "div" ? [null, b, out] : op === "pow" ? [a, b, out] : [a, b, null];
+    op === "add" || op === "sub"
+      ? [null, null, null]
+      : op === "mul"
+        ? [forB(a), a.requiresGrad ? b : null, null]
+        : op === "div"
+          ? [forB(a), b, null]
+          : op === "pow"
+            ? [a, b, forB(out)]
+            : [a, b, null];
   return attach(out, `${cap(op)}Backward0`, [a, b], saved, ([g], [as, bs, ys]) => {
     const [ga, gb] = rule(g!, as!, bs!, ys!);
     return [a.requiresGrad && ga ? sumToShape(ga, a.shape) : null, b.requiresGrad && gb ? sumToShape(gb, b.shape) : null];
