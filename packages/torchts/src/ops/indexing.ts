@@ -529,7 +529,7 @@ interface NonzeroSig {
   (input: Tensor | { input?: Tensor; asTuple: true }, opts: { input?: Tensor; asTuple: true }): Tensor[];
   (input: Tensor | { input?: Tensor; asTuple?: boolean }, opts?: { input?: Tensor; asTuple?: boolean }): Tensor | Tensor[];
 }
-interface NonzeroMethod {
+export interface NonzeroMethod {
   (opts?: { asTuple?: false }): Tensor;
   (opts: { asTuple: true }): Tensor[];
   (opts?: { asTuple?: boolean }): Tensor | Tensor[];

@@ -148,10 +148,70 @@ const impl = {
     `DTensor(local_tensor=${x._local.toString()}, device_mesh=${x._spec.mesh.toString()}, placements=(${x._spec.placements.map(String).join(", ")}))`,
 };
 
-export class DTensor extends Tensor implements DTensorLike {
-  declare _local: Tensor;
-  declare _spec: DTensorSpec;
+type TensorCtor = abstract new (...args: any[]) => Tensor;
 
+/**
+ * What DTensor and DTensorParameter share (a DTensor is a Tensor or an nn.Parameter, and both
+ * behave the same): accessors and methods that work on `_local` and `_spec` through `impl`.
+ */
+function withDTensorMembers<B extends TensorCtor>(Base: B) {
+  abstract class DTensorMembers extends Base implements DTensorLike {
+    declare _local: Tensor;
+    declare _spec: DTensorSpec;
+    get placements(): readonly Placement[] {
+      return this._spec.placements;
+    }
+    get deviceMesh(): DeviceMesh {
+      return this._spec.mesh;
+    }
+    toLocal(): Tensor {
+      return impl.toLocal(this);
+    }
+    localOffsets(): number[] {
+      return impl.localOffsets(this);
+    }
+    redistribute(mesh?: DeviceMesh | null, placements?: readonly Placement[]): DTensor {
+      return impl.redistribute(this, mesh, placements);
+    }
+    fullTensor(): Tensor {
+      return impl.fullTensor(this);
+    }
+    override get requiresGrad(): boolean {
+      return this._local?.requiresGrad ?? false;
+    }
+    override set requiresGrad(v: boolean) {
+      impl.setRequiresGrad(this, v);
+    }
+    override get isLeaf(): boolean {
+      return this._local.isLeaf;
+    }
+    override get grad(): DTensor | null {
+      return impl.getGrad(this);
+    }
+    override set grad(g: Tensor | null) {
+      impl.setGrad(this, g);
+    }
+    /** Host reads of a DTensor read the whole tensor (a collective: every rank must call them). */
+    override data(): Promise<HostArray> {
+      return this.fullTensor().data();
+    }
+    override tolist(): Promise<NestedArray> {
+      return this.fullTensor().tolist();
+    }
+    override item(): Promise<number> {
+      return this.fullTensor().item();
+    }
+    override dispose(): void {
+      this._local.dispose();
+    }
+    override toString(): string {
+      return impl.toString(this);
+    }
+  }
+  return DTensorMembers;
+}
+
+export class DTensor extends withDTensorMembers(Tensor) {
   /** @internal use DTensor.fromLocal or distributeTensor */
   constructor(local: Tensor, spec: DTensorSpec) {
     super(globalStorage(local.dtype), spec.shape, contiguousStrides([...spec.shape]), 0, local.dtype);
@@ -178,113 +238,14 @@ export class DTensor extends Tensor implements DTensorLike {
   static override [Symbol.hasInstance](x: unknown): boolean {
     return isDTensor(x);
   }
-  get placements(): readonly Placement[] {
-    return this._spec.placements;
-  }
-  get deviceMesh(): DeviceMesh {
-    return this._spec.mesh;
-  }
-  toLocal(): Tensor {
-    return impl.toLocal(this);
-  }
-  localOffsets(): number[] {
-    return impl.localOffsets(this);
-  }
-  redistribute(mesh?: DeviceMesh | null, placements?: readonly Placement[]): DTensor {
-    return impl.redistribute(this, mesh, placements);
-  }
-  fullTensor(): Tensor {
-    return impl.fullTensor(this);
-  }
-  override get requiresGrad(): boolean {
-    return this._local?.requiresGrad ?? false;
-  }
-  override set requiresGrad(v: boolean) {
-    impl.setRequiresGrad(this, v);
-  }
-  override get isLeaf(): boolean {
-    return this._local.isLeaf;
-  }
-  override get grad(): DTensor | null {
-    return impl.getGrad(this);
-  }
-  override set grad(g: Tensor | null) {
-    impl.setGrad(this, g);
-  }
-  /** Host reads of a DTensor read the whole tensor (a collective: every rank must call them). */
-  override data(): Promise<HostArray> {
-    return this.fullTensor().data();
-  }
-  override tolist(): Promise<NestedArray> {
-    return this.fullTensor().tolist();
-  }
-  override item(): Promise<number> {
-    return this.fullTensor().item();
-  }
-  override dispose(): void {
-    this._local.dispose();
-  }
-  override toString(): string {
-    return impl.toString(this);
-  }
 }
 
 /** An nn.Parameter that is a DTensor (what FSDP and tensor parallelism put in a module). */
-export class DTensorParameter extends Parameter implements DTensorLike {
-  declare _local: Tensor;
-  declare _spec: DTensorSpec;
+export class DTensorParameter extends withDTensorMembers(Parameter) {
   constructor(data: DTensorLike, requiresGrad = true) {
     super(data, false);
     this._local = data._local;
     this._spec = data._spec;
     if (requiresGrad) this._local.requiresGrad = true;
-  }
-  get placements(): readonly Placement[] {
-    return this._spec.placements;
-  }
-  get deviceMesh(): DeviceMesh {
-    return this._spec.mesh;
-  }
-  toLocal(): Tensor {
-    return impl.toLocal(this);
-  }
-  localOffsets(): number[] {
-    return impl.localOffsets(this);
-  }
-  redistribute(mesh?: DeviceMesh | null, placements?: readonly Placement[]): DTensor {
-    return impl.redistribute(this, mesh, placements);
-  }
-  fullTensor(): Tensor {
-    return impl.fullTensor(this);
-  }
-  override get requiresGrad(): boolean {
-    return this._local?.requiresGrad ?? false;
-  }
-  override set requiresGrad(v: boolean) {
-    impl.setRequiresGrad(this, v);
-  }
-  override get isLeaf(): boolean {
-    return this._local.isLeaf;
-  }
-  override get grad(): DTensor | null {
-    return impl.getGrad(this);
-  }
-  override set grad(g: Tensor | null) {
-    impl.setGrad(this, g);
-  }
-  override data(): Promise<HostArray> {
-    return this.fullTensor().data();
-  }
-  override tolist(): Promise<NestedArray> {
-    return this.fullTensor().tolist();
-  }
-  override item(): Promise<number> {
-    return this.fullTensor().item();
-  }
-  override dispose(): void {
-    this._local.dispose();
-  }
-  override toString(): string {
-    return impl.toString(this);
   }
 }
