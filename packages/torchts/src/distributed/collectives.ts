@@ -67,10 +67,10 @@ function hostView(t: Tensor): HostArray {
   return all.subarray(t._offset, t._offset + t.numel());
 }
 
-/** The tensor's host view when it lies in shared memory (the wasm arena), else null. */
-function sharedView(t: Tensor): HostArray | null {
+/** Whether the tensor's elements lie in shared memory (the wasm arena), where the thread can reach them. */
+function inSharedMemory(t: Tensor): boolean {
   const v = hostView(t);
-  return v.buffer instanceof SharedArrayBuffer && v.length > 0 ? v : null;
+  return v.buffer instanceof SharedArrayBuffer && v.length > 0;
 }
 
 /**
@@ -120,7 +120,7 @@ function launch(l: Launch) {
     s.comm.observe(l.g.error);
     throw freshError(l.g.error);
   }
-  const inPlace = l.inPlace ? sharedView(l.input![0]!) : null;
+  const inPlace = l.inPlace === true && inSharedMemory(l.input![0]!);
   const input = l.input && !inPlace ? packed(l.input) : null;
   prepareOutputs(l.targets);
   const req: Omit<OpRequest, "type" | "id"> = {
