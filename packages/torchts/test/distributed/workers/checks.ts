@@ -3,6 +3,27 @@
 // prints one `RESULT <rank> [{ name, ok, detail }]` line for run_checks.ts to read.
 import type { Tensor } from "../../../src/index.js";
 
+interface Trainable {
+  forward(x: Tensor, y: Tensor): { loss?: Tensor | null };
+  namedParameters(): Iterable<[string, Tensor]>;
+}
+
+/**
+ * The single-process reference the parallel runs must equal: one forward/backward per batch on
+ * the whole batch, then `step` (the optimizer step and zeroGrad, plus whatever the run does
+ * around it). Returns the losses and the final parameters by name.
+ */
+export async function referenceRun<M extends Trainable>(model: M, batches: Tensor[], xy: (d: Tensor) => [Tensor, Tensor], step: () => void): Promise<{ losses: number[]; params: Map<string, Tensor> }> {
+  const losses: number[] = [];
+  for (const d of batches) {
+    const loss = model.forward(...xy(d)).loss!;
+    loss.backward();
+    step();
+    losses.push(await loss.item());
+  }
+  return { losses, params: new Map(model.namedParameters()) };
+}
+
 const results: { name: string; ok: boolean; detail?: string }[] = [];
 
 export async function check(name: string, fn: () => unknown): Promise<void> {

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import * as torch from "../../../src/index.js";
 import type { Tensor } from "../../../src/index.js";
 import { GPT } from "../../../../../examples/mingpt/model.js";
-import { assertClose, check, report } from "./checks.js";
+import { assertClose, check, referenceRun, report } from "./checks.js";
 const dist = torch.distributed;
 const { nn } = torch;
 const DDP = nn.parallel.DistributedDataParallel;
@@ -37,15 +37,7 @@ function stepOpt(m: GPT, o: ReturnType<typeof optimizer>): void {
 // single process, the whole batch
 const ref = gpt(100);
 const refOpt = optimizer(ref);
-const refLosses: number[] = [];
-for (const d of data) {
-  const [x, y] = xy(d);
-  const loss = ref.forward(x, y).loss!;
-  loss.backward();
-  stepOpt(ref, refOpt);
-  refLosses.push(await loss.item());
-}
-const refParams = new Map(ref.namedParameters());
+const { losses: refLosses, params: refParams } = await referenceRun(ref, data, xy, () => stepOpt(ref, refOpt));
 
 /** The attention key biases: softmax is invariant to them, so their true gradient is 0 and what Adam makes of rounding noise differs with the summation order. */
 const keyBias = (name: string) => name.endsWith("attn.c_attn.bias");

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import * as torch from "../../../src/index.js";
 import type { Tensor } from "../../../src/index.js";
 import { GPT } from "../../../../../examples/mingpt/model.js";
-import { assertClose, check, report } from "./checks.js";
+import { assertClose, check, referenceRun, report } from "./checks.js";
 const dist = torch.distributed;
 const { fullyShard, MixedPrecisionPolicy } = dist;
 
@@ -32,15 +32,7 @@ const blocks = (m: GPT) => [...(m.transformer as unknown as { h: Iterable<Instan
 
 const ref = gpt();
 const refOpt = optimizer(ref);
-const refLosses: number[] = [];
-for (const d of data) {
-  const loss = ref.forward(...xy(d)).loss!;
-  loss.backward();
-  refOpt.step();
-  refOpt.zeroGrad();
-  refLosses.push(await loss.item());
-}
-const refParams = new Map(ref.namedParameters());
+const { losses: refLosses, params: refParams } = await referenceRun(ref, data, xy, () => (refOpt.step(), refOpt.zeroGrad()));
 
 function shard(m: GPT, opts: Parameters<typeof fullyShard>[1] = {}): GPT {
   for (const b of blocks(m)) fullyShard(b, opts);

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import * as torch from "../../../src/index.js";
 import type { Tensor } from "../../../src/index.js";
 import { GPT } from "../../../../../examples/mingpt/model.js";
-import { assertClose, check, report } from "./checks.js";
+import { assertClose, check, referenceRun, report } from "./checks.js";
 const dist = torch.distributed;
 const { nn } = torch;
 const { PipelineStage, ScheduleGPipe, Schedule1F1B } = dist.pipelining;
@@ -28,15 +28,7 @@ const adamw = (ps: Iterable<Tensor>) => new torch.optim.AdamW(ps, { lr: 3e-3, be
 
 const ref = gpt();
 const refOpt = adamw(ref.parameters());
-const refLosses: number[] = [];
-for (const d of data) {
-  const loss = ref.forward(...xy(d)).loss!;
-  loss.backward();
-  refOpt.step();
-  refOpt.zeroGrad();
-  refLosses.push(await loss.item());
-}
-const refParams = new Map(ref.namedParameters());
+const { losses: refLosses, params: refParams } = await referenceRun(ref, data, xy, () => (refOpt.step(), refOpt.zeroGrad()));
 
 type AnyModule = InstanceType<typeof nn.Module>;
 /** This rank's stage of a fresh minGPT, and the prefix of its parameters' names in the whole model. */
