@@ -5,7 +5,7 @@ import { contiguousStrides, isContiguous, numel, type Shape } from "../../ir/sha
 import { collapse, elementwise, reduction, storeExpr, type Arr, type Kernel } from "./codegen.js";
 import { H, philox } from "./math.js";
 import { buildComposite } from "./composites.js";
-import { matmulF32, sumRowsF32, wasmRuntime } from "./wasm/index.js";
+import { matmulBatchedF32, matmulF32, sumRowsF32, wasmRuntime } from "./wasm/index.js";
 import { WASM_MIN_ELEMS } from "./wasm/ops.js";
 import { wasmSingle } from "./wasm/fused_wasm.js";
 import { VMATH_OPS } from "./wasm/vmath.js";
@@ -279,7 +279,23 @@ const builders: { [P in PrimName]: Builder<P> } = {
         rowStride *= batch[d]!;
       }
       if (fold) return (O, ins, offs) => void matmulF32(M * nb, K, N, ins[0]!, offs[0]!, sam, sak, ins[1]!, offs[1]!, sbk, sbn, O, 0);
-      return batched((O, ins, _offs, ao, bo, p) => matmulF32(M, K, N, ins[0]!, ao, sam, sak, ins[1]!, bo, sbk, sbn, O, p));
+      const one = batched((O, ins, _offs, ao, bo, p) => matmulF32(M, K, N, ins[0]!, ao, sam, sak, ins[1]!, bo, sbk, sbn, O, p));
+      if (nb < 2) return one;
+      // small products (attention's per-head matmuls): one pool job over the batch when it applies
+      const aRel = new Array<number>(nb), bRel = new Array<number>(nb);
+      let q = 0;
+      odometer(batch, (idx) => {
+        aRel[q] = dot(idx, abs);
+        bRel[q++] = dot(idx, bbs);
+      });
+      const aAt = new Array<number>(nb), bAt = new Array<number>(nb);
+      return (O, ins, offs, scalars) => {
+        for (let i = 0; i < nb; i++) {
+          aAt[i] = offs[0]! + aRel[i]!;
+          bAt[i] = offs[1]! + bRel[i]!;
+        }
+        if (!matmulBatchedF32(M, K, N, ins[0]!, aAt, sam, sak, ins[1]!, bAt, sbk, sbn, O, 0)) one(O, ins, offs, scalars);
+      };
     }
     // Generated per shape: B is packed into a contiguous float64 panel so the inner loop
     // is a unit-stride axpy that V8 optimizes well; 4 rows of A share each pass over B.

@@ -116,3 +116,32 @@ test("arena GEMM into the same block as its operands (C after A and B in one buf
     X.release();
   }
 });
+
+test("small batched products run as one job over the batch with each product's own sums", { skip: !on }, async () => {
+  await startWorkers();
+  torch.manualSeed(4);
+  // per-head shapes as attention has them (transposed and strided views), edges in M and N, K blocks
+  const cases: [torch.Tensor, torch.Tensor][] = [
+    [torch.randn([2, 37, 3, 20]).transpose(1, 2), torch.randn([2, 45, 3, 20]).permute(0, 2, 3, 1)],
+    [torch.randn([3, 2, 13, 70]), torch.randn([3, 2, 9, 70]).transpose(2, 3)],
+    [torch.randn([5, 40, 33]).transpose(1, 2), torch.randn([5, 40, 21])],
+    [torch.randn([4, 9, 600]), torch.randn([4, 600, 12])],
+  ];
+  for (const threads of [1, 2]) {
+    setNumThreads(threads);
+    for (const [a, b] of cases) {
+      const y = torch.matmul(a, b);
+      const flat = (t: torch.Tensor) => t.reshape(-1, t.shape.at(-2)!, t.shape.at(-1)!);
+      const [fa, fb, fy] = [flat(a), flat(b), await flat(y).data()];
+      const per = fa.shape[0]! === 0 ? 0 : fy.length / fa.shape[0]!;
+      for (let i = 0; i < fa.shape[0]!; i++) {
+        const one = await torch.matmul(torch.select(fa, 0, i), torch.select(fb, 0, i)).data();
+        assert.deepEqual(fy.slice(i * per, (i + 1) * per), one, `${a.shape} @ ${b.shape}, product ${i}, ${threads} threads`);
+      }
+      const want = await torch.matmul(a.to("float64"), b.to("float64")).data();
+      const got = await y.data();
+      for (let q = 0; q < got.length; q++) assert.ok(Math.abs(got[q]! - want[q]!) <= 1e-4, `[${q}]`);
+    }
+  }
+  setNumThreads(2);
+});

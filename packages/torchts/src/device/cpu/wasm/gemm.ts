@@ -32,6 +32,7 @@ export const P = {
   kc: 132, // K block (<= KC, equal blocks)
   aDirect: 136, // 1: A's full row panels are read in place
   nb: 140, aFirst: 144, // a pack pass: B panels [0, nb), then A panels from aFirst
+  units: 148, // gemm_batch: the pack pass's units (nb + the A panels to pack)
   BYTES: 160,
 } as const;
 
@@ -464,13 +465,33 @@ export function packUnits(g: GemmShape, name: string, packAIndex: number, packBI
   return f;
 }
 
+/**
+ * gemm_batch(lo, hi, base, stride): products [lo, hi) of a batch, each whole on this thread: the
+ * pack pass, then every tile, of the product whose parameter block is at base + i*stride. Small
+ * batched products (attention's per-head [T, d] @ [d, T]) are then one pool job split by product,
+ * instead of one job per product too small to split well.
+ */
+function batchDriver(packIndex: number, driverIndex: number): Fn {
+  const f = new Fn("gemm_batch", [I32, I32, I32, I32]);
+  const [lo, hi, base, stride] = [0, 1, 2, 3];
+  const i = f.local(I32), p = f.local(I32);
+  f.get(lo).set(i);
+  f.forLt(i, hi, 1, () => {
+    f.get(base).get(i).get(stride).op(OP.i32mul).op(OP.i32add).set(p);
+    f.i32(0).get(p).mem(OP.i32load, 2, P.units).get(p).op(OP.call, packIndex);
+    f.i32(0).get(p).mem(OP.i32load, 2, P.mp).get(p).i32(0).op(OP.call, driverIndex);
+  });
+  return f;
+}
+
 /** Function order in the module (gemm must be added first, at index 0). */
-export const GEMM_FN = { micro: 0, driver: 1, tileOut: 2, packA: 3, packB: 4, pack: 5, cols: 6 } as const;
+export const GEMM_FN = { micro: 0, driver: 1, tileOut: 2, packA: 3, packB: 4, pack: 5, cols: 6, batch: 7 } as const;
 
 export function gemmFns(g: GemmShape, fma: boolean): Fn[] {
   const F = GEMM_FN;
   return [
     micro(g, fma), driver(g, F.micro, F.tileOut), tileOut(g), packA(g), packB(g),
     packUnits(g, "gemm_pack", F.packA, F.packB), fusedColsDriver(g, "gemm_cols", F.micro, F.tileOut, F.packB),
+    batchDriver(F.pack, F.driver),
   ];
 }

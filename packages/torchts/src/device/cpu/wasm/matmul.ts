@@ -75,24 +75,37 @@ const align64 = (n: number) => Math.ceil(n / 64) * 64;
  * M edge is packed, so A's buffer holds that one panel.
  */
 export function gemmBlock(rt: WasmRuntime, M: number, K: number, N: number, aDirect: boolean): { g: Int32Array; release(): void } {
+  const sizes = blockSizes(M, K, N, aDirect);
+  const { base, release } = scratch(rt, sizes.reduce((x, y) => x + y, 0));
+  return { g: initBlock(rt, base, sizes, M, K, N, aDirect), release };
+}
+
+/** Byte sizes (64-aligned) of a product's parameter block, A panels, B panels and edge tiles. */
+function blockSizes(M: number, K: number, N: number, aDirect: boolean): number[] {
   const mp = Math.ceil(M / MR), np = Math.ceil(N / NR);
   const aPanels = aDirect ? (M % MR ? 1 : 0) : mp;
-  const sizes = [P.BYTES + 16, aPanels * MR * K * 4, np * NR * K * 4, M % MR || N % NR ? (mp + np) * MR * NR * 4 : 0].map(align64);
-  const total = sizes.reduce((x, y) => x + y, 0);
-  let base: number, release: () => void;
+  return [P.BYTES + 16, aPanels * MR * K * 4, np * NR * K * 4, M % MR || N % NR ? (mp + np) * MR * NR * 4 : 0].map(align64);
+}
+
+/** Scratch memory for panels: the block kept across calls when it is free and large enough. */
+function scratch(rt: WasmRuntime, total: number): { base: number; release(): void } {
   if (total <= KEEP_BYTES && !(kept?.rt === rt && kept.busy)) {
     if (kept?.rt !== rt || kept.bytes < total) {
       if (kept?.rt === rt) rt.arena.release(kept.ptr);
+      kept = null; // an allocation that throws leaves nothing half-kept
       kept = { rt, ptr: rt.arena.alloc(total), bytes: total, busy: false };
     }
     const k = kept;
     k.busy = true;
-    base = k.ptr;
-    release = () => (k.busy = false);
-  } else {
-    base = rt.arena.alloc(total);
-    release = () => rt.arena.release(base);
+    return { base: k.ptr, release: () => (k.busy = false) };
   }
+  const base = rt.arena.alloc(total);
+  return { base, release: () => rt.arena.release(base) };
+}
+
+/** Fills the parameter block at `base` (laid out by `sizes`) for an M x K x N product; operand fields stay 0. */
+function initBlock(rt: WasmRuntime, base: number, sizes: number[], M: number, K: number, N: number, aDirect: boolean): Int32Array {
+  const mp = Math.ceil(M / MR), np = Math.ceil(N / NR);
   const at: number[] = [];
   sizes.reduce((p, n) => (at.push(p), p + n), base);
   const g = rt.view(Int32Array, base, (P.BYTES + 16) / 4);
@@ -109,7 +122,54 @@ export function gemmBlock(rt: WasmRuntime, M: number, K: number, N: number, aDir
   g[P.edge / 4] = at[3]!;
   g[P.bias / 4] = base + P.BYTES;
   g[P.biasStep / 4] = 0;
-  return { g, release };
+  return g;
+}
+
+/** Batched products this small run one product per pool unit (gemm_batch) instead of one pool job each. */
+const BATCH_MAX_FLOPS = 8e6;
+const BATCH_MAX_SCRATCH = 16 << 20;
+
+/**
+ * out[oo + b*M*N + i*N + j] = sum_k A[aOffs[b] + i*sam + k*sak] * B[bOffs[b] + k*sbk + j*sbn] for
+ * each product b, all in one pool job when the products are small and every operand is in the
+ * shared memory. False when that does not apply (the caller runs the products one by one).
+ */
+export function matmulBatchedF32(
+  M: number, K: number, N: number,
+  A: F32, aOffs: ArrayLike<number>, sam: number, sak: number,
+  B: F32, bOffs: ArrayLike<number>, sbk: number, sbn: number,
+  out: F32, oo: number,
+): boolean {
+  const nb = aOffs.length;
+  const rt = wasmRuntime();
+  // skinny products stream B in place (gemv) rather than pack it
+  if (!rt || nb < 2 || M <= GEMV_MAX_M || K === 0 || N === 0 || 2 * M * N * K > BATCH_MAX_FLOPS) return false;
+  if (!inArena(rt, A) || !inArena(rt, B) || !inArena(rt, out) || overlaps(out as Float32Array, A) || overlaps(out as Float32Array, B)) return false;
+  const aDirect = sak === 1;
+  const sizes = blockSizes(M, K, N, aDirect);
+  const stride = sizes.reduce((x, y) => x + y, 0);
+  if (nb * stride > BATCH_MAX_SCRATCH) return false;
+  const { base, release } = scratch(rt, nb * stride);
+  try {
+    const mp = Math.ceil(M / MR), np = Math.ceil(N / NR);
+    const aUnits = aDirect ? (M % MR ? 1 : 0) : mp;
+    const kc = Math.ceil(K / Math.ceil(K / GEMM.KC));
+    const a0 = (A as Float32Array).byteOffset, b0 = (B as Float32Array).byteOffset, c0 = (out as Float32Array).byteOffset + oo * 4;
+    for (let i = 0; i < nb; i++) {
+      const g = initBlock(rt, base + i * stride, sizes, M, K, N, aDirect);
+      g.set([a0 + aOffs[i]! * 4, sam * 4, sak * 4, b0 + bOffs[i]! * 4, sbk * 4, sbn * 4], P.srcA / 4);
+      g[P.c / 4] = c0 + i * M * N * 4;
+      g[P.ldc / 4] = N * 4;
+      g[P.kc / 4] = kc;
+      g[P.nb / 4] = np;
+      g[P.aFirst / 4] = aDirect ? mp - 1 : 0;
+      g[P.units / 4] = np + aUnits;
+    }
+    rt.pool.run(GEMM_FN.batch, nb, [base, stride], 1, Math.ceil(MIN_FLOPS_PER_THREAD / (2 * M * N * K)));
+  } finally {
+    release();
+  }
+  return true;
 }
 
 /** Pack-pass and fused-column-driver functions of a product (the matrix's, or a convolution's). */
