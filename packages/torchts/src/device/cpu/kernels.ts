@@ -7,7 +7,7 @@ import { H, philox } from "./math.js";
 import { buildComposite } from "./composites.js";
 import { matmulBatchedF32, matmulF32, sumRowsF32, wasmRuntime } from "./wasm/index.js";
 import { WASM_MIN_ELEMS } from "./wasm/ops.js";
-import { wasmSingle } from "./wasm/fused_wasm.js";
+import { wasmSingle, wasmSingleReduce } from "./wasm/fused_wasm.js";
 import { VMATH_OPS } from "./wasm/vmath.js";
 
 // Below this many multiply-adds the JS kernel beats packing into wasm memory.
@@ -226,6 +226,11 @@ const builders: { [P in PrimName]: Builder<P> } = {
       const cols = v.shape[nd - 1]!;
       return withWasm(js, (O, ins, offs) => sumRowsF32(ins[0]!, offs[0]!, total / cols, cols, O));
     }
+    // the other float32 reductions (a bias gradient's sum over the leading dims, a max over
+    // rows) as the fused eager wasm reducer does them: it reproduces this JS loop's float64
+    // accumulation order exactly, so the modes stay bit-identical
+    const wk = total >= WASM_MIN_ELEMS ? wasmSingleReduce(n) : null;
+    if (wk) return withWasm(js, (O, ins, offs) => wk([O], ins, offs));
     return js;
   },
   argreduce: (n) => {

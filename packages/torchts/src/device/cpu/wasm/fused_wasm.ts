@@ -327,6 +327,16 @@ export function wasmSingle(n: IRNode): WasmFusedKernel | null {
   return build({ kind: "elementwise", reduceAt: -1, nodes: [n], srcs: [n.inputs.map((_, i) => ({ ext: i }))], outputs: [0] });
 }
 
+/**
+ * Strict eager's wasm kernel for one float32 reduce node (sum/prod/max/min, any kept and reduced
+ * dims the fused reducer's two layouts cover): the fused reducer reproduces the JS reduction's
+ * float64 accumulation order, so the value is the JS kernel's to the bit.
+ */
+export function wasmSingleReduce(n: IRNode<"reduce">): WasmFusedKernel | null {
+  if (n.params.op === "any" || n.params.op === "all" || !wasmRuntime()) return null;
+  return build({ kind: "reduction", reduceAt: 0, nodes: [n], srcs: [[{ ext: 0 }]], outputs: [0] });
+}
+
 /** Kernels built / declined (JS kernel kept) / run in wasm: tests check the wasm path is taken. */
 export const wasmFusedStats = { built: 0, declined: 0, runs: 0 };
 
