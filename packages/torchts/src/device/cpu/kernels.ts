@@ -203,9 +203,9 @@ const builders: { [P in PrimName]: Builder<P> } = {
     return wasmOrJs(n, js, false);
   },
   where: (n) =>
-    elementwise(n.out.shape, n.inputs.map((v) => v.strides), ([c, a, b]) => `(${c}!==0?${a}:${b})`, n.out.dtype),
+    wasmOrJs(n, elementwise(n.out.shape, n.inputs.map((v) => v.strides), ([c, a, b]) => `(${c}!==0?${a}:${b})`, n.out.dtype), false),
   cast: (n) =>
-    elementwise(n.out.shape, [n.inputs[0]!.strides], ([x]) => castExpr(x!, n.inputs[0]!.dtype, n.out.dtype), n.out.dtype),
+    wasmOrJs(n, elementwise(n.out.shape, [n.inputs[0]!.strides], ([x]) => castExpr(x!, n.inputs[0]!.dtype, n.out.dtype), n.out.dtype), false),
   reduce: (n) => {
     const { op, axes } = n.params;
     const v = n.inputs[0]!;
@@ -334,7 +334,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const size = x.shape[dim]!;
     const xd = x.strides[dim] ?? 0;
     const loop = rowLoop("O[p++] = X[xo + v * xd];", "gather");
-    return (O, ins, offs) => {
+    const general: Kernel = (O, ins, offs) => {
       const X = ins[0]!,
         I = ins[1]!;
       let p = 0;
@@ -342,6 +342,20 @@ const builders: { [P in PrimName]: Builder<P> } = {
       indexRows(idx.shape, idx.strides, x.strides, dim, offs[1]!, offs[0]!, (io, is, xo, xs, len) => {
         p = loop(O, X, I, p, io, is, xo, xs, len, 0, 0, size, xd, dim);
       });
+    };
+    // embedding and index_select: an index constant along a contiguous row of x picks whole rows
+    if (!(x.shape.length === 2 && dim === 0 && idx.shape.length === 2 && idx.strides[1] === 0 && x.strides[1] === 1 && idx.shape[1] === x.shape[1]))
+      return general;
+    const R = idx.shape[0]!, D = x.shape[1]!, is0 = idx.strides[0]!;
+    return (O, ins, offs, S) => {
+      const X = ins[0]!, I = ins[1]!;
+      if (!(O instanceof Float32Array && X instanceof Float32Array)) return general(O, ins, offs, S);
+      for (let r = 0, io = offs[1]!; r < R; r++, io += is0) {
+        const v = I[io]!;
+        if (!(v >= 0 && v < size)) checkIndex(v, size, dim, "gather");
+        const at = offs[0]! + v * xd;
+        O.set(X.subarray(at, at + D), r * D);
+      }
     };
   },
   scatterAdd: (n) => {
@@ -352,10 +366,23 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const od = outStrides[dim] ?? 0;
     const copy = elementwise(self.shape, [self.strides], ([x]) => x!, n.out.dtype);
     const loop = rowLoop("O[xo + v * xd] += X[so];", "scatter_add");
+    // embedding's backward: an index constant along contiguous rows adds whole rows (same order)
+    const rows = self.shape.length === 2 && dim === 0 && idx.shape.length === 2 && idx.strides[1] === 0 &&
+      src.strides[1] === 1 && idx.shape[1] === self.shape[1];
+    const R = idx.shape[0] ?? 0, D = self.shape[1] ?? 0, is0 = idx.strides[0] ?? 0, ss0 = src.strides[0] ?? 0;
     return (O, ins, offs) => {
       copy(O, [ins[0]!], [offs[0]!], []);
       const I = ins[1]!,
         S = ins[2]!;
+      if (rows) {
+        for (let r = 0, io = offs[1]!, so = offs[2]!; r < R; r++, io += is0, so += ss0) {
+          const v = I[io]!;
+          if (!(v >= 0 && v < size)) checkIndex(v, size, dim, "scatter_add");
+          const base = v * D;
+          for (let c = 0; c < D; c++) O[base + c]! += S[so + c]!;
+        }
+        return;
+      }
       indexRows(idx.shape, idx.strides, outStrides, dim, offs[1]!, 0, (io, is, oo, os, len, so, ss) => {
         loop(O, S, I, 0, io, is, oo, os, len, so, ss, size, od, dim);
       }, src.strides, offs[2]!);
@@ -468,7 +495,8 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const store = new Function("H", `return (x)=>${storeExpr("x", n.out.dtype)}`)(H) as (x: number) => number;
     return (O, _i, _o, S) => {
       const v = store(S[0]!);
-      for (let i = 0; i < total; i++) O[i] = v;
+      if (ArrayBuffer.isView(O)) (O as Float32Array).fill(v, 0, total); // typed arrays fill natively
+      else for (let i = 0; i < total; i++) O[i] = v;
     };
   },
   arange: (n) => {

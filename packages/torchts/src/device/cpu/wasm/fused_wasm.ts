@@ -321,9 +321,9 @@ function outSizes(g: FusedGraph, red: ReductionPlan | null): number[] {
   return g.outputs.map((j) => (red && j < g.reduceAt ? red.inElems : numel(g.nodes[j]!.out.shape)));
 }
 
-/** Strict eager's wasm kernel for one float32 unary/binary node (any strides, broadcasting). */
+/** Strict eager's wasm kernel for one float32 unary/binary/where/cast node (any strides, broadcasting). */
 export function wasmSingle(n: IRNode): WasmFusedKernel | null {
-  if (!(n.prim === "unary" || n.prim === "binary") || !nodeOk(n) || !wasmRuntime()) return null;
+  if (!(n.prim === "unary" || n.prim === "binary" || n.prim === "where" || n.prim === "cast") || !nodeOk(n) || !wasmRuntime()) return null;
   return build({ kind: "elementwise", reduceAt: -1, nodes: [n], srcs: [n.inputs.map((_, i) => ({ ext: i }))], outputs: [0] });
 }
 
