@@ -47,7 +47,9 @@ export function inplaceSet(t: Tensor, value: TensorLike, name: string): Tensor {
   const track = isGradEnabled() && (v.requiresGrad || t.requiresGrad);
   const r = contiguous(expand(cast(v, t.dtype), t.shape));
   const full = r === v || r._storage === t._storage ? M._impl.add(r, 0) : r; // never alias the destination
-  if (coversStorage(t) && !t._base) {
+  // a view over all of its storage with no autograd to rebase (an optimizer step on a parameter
+  // made by .view()) is written like the base itself: no stridedScatter of the old contents
+  if (coversStorage(t) && (!t._base || !track)) {
     const fresh = full._offset === 0 && full.numel() === full._storage.numel ? full : contiguous(M._impl.add(full, 0));
     if (!track && fresh._storage.serial > born && copyIntoInPlace(t._storage, fresh._storage)) {
       t._storage.version++;
