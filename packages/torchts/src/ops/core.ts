@@ -375,7 +375,7 @@ export function where(cond: Tensor, a: Tensor, b: Tensor): Tensor {
     dev(a),
   );
   return attach(out, "WhereBackward0", [null, a, b], [cond], ([g], [c]) => {
-    const z = M._zerosLike(g!);
+    const z = scalarTensor(0, g!.dtype, g!.device); // broadcast by where: no zeros the size of g
     return [
       null,
       a.requiresGrad ? sumToShape(where(c!, g!, z), a.shape) : null,
