@@ -165,9 +165,15 @@ export function runBackward(
         }
 
       if (node instanceof AccumulateGrad) {
-        if (node.variable._hooks && gin[0]) visible.add(gin[0]._storage);
-        if (!capture) accumulateLeaf(node.variable, gin[0] ?? null, createGraph);
-        consumed.forEach(drop);
+        const g = gin[0];
+        if (node.variable._hooks && g) visible.add(g._storage);
+        // a gradient this backward made, held by nothing else, becomes .grad itself (PyTorch's
+        // AccumulateGrad steals an unshared gradient too) instead of being copied and freed
+        const own = !!g && !createGraph && !capture && !node.variable._grad && refs.get(g._storage) === 1 &&
+          g._storage.serial > bornAfter && !visible.has(g._storage) && coversStorage(g);
+        if (!capture) accumulateLeaf(node.variable, g ?? null, createGraph, own);
+        if (own) refs.delete(g._storage);
+        else consumed.forEach(drop);
         continue;
       }
       const filled = gin.length ? gin : [null];
@@ -210,7 +216,12 @@ function releaseAndDecrement(node: Node, ready: Node[], deps: Map<Node, number>,
   }
 }
 
-function accumulateLeaf(v: Tensor, g: Tensor | null, createGraph: boolean): void {
+function coversStorage(t: Tensor): boolean {
+  return t._offset === 0 && t.isContiguous() && t.numel() === t._storage.numel;
+}
+
+/** `own`: g is this backward's own unshared tensor, so it becomes .grad without a copy. */
+function accumulateLeaf(v: Tensor, g: Tensor | null, createGraph: boolean, own = false): void {
   if (!g) return;
   if (v._hooks)
     for (const h of v._hooks) {
@@ -219,7 +230,7 @@ function accumulateLeaf(v: Tensor, g: Tensor | null, createGraph: boolean): void
     }
   // .grad is a fresh contiguous tensor owned by this leaf (the incoming gradient may be an
   // expanded view or shared with another input), so in-place updates of .grad are safe
-  const gg = createGraph ? g : detach(clone(g));
+  const gg = createGraph ? g : own ? detach(g) : detach(clone(g));
   v._grad = v._grad ? (createGraph ? add(v._grad, gg) : detach(add(v._grad, gg))) : gg;
   if (v._postAccHooks) for (const h of v._postAccHooks) h(v);
 }
