@@ -1,15 +1,15 @@
 // The dispatcher: every primitive goes through runPrim. The eager mode decides whether it
 // runs now (debug/strict) or is recorded into the pending lazy graph (fused). All modes
 // fetch executables from the one compile cache.
-import type { DevicePlugin } from "../device/plugin.js";
+import type { DevicePlugin, KernelArg } from "../device/plugin.js";
 import { isFloating, type DType } from "../ir/dtype.js";
 import type { IRNode, PrimName, PrimParams } from "../ir/prims.js";
 import { numel, type Shape } from "../ir/shape.js";
 import { getExecutable } from "./cache.js";
-import { currentOpName, getEagerMode, isAnomalyEnabled, userCallSite } from "./mode.js";
+import { currentOpName, getEagerMode, isAnomalyEnabled, setEagerMode, userCallSite } from "./mode.js";
 import { pendingSet, Storage, type Pending, type ViewRef } from "./storage.js";
 import { flushGraph, recordHooks } from "./scheduler.js";
-import { profileKernel } from "./profiler.js";
+import { profileKernel, profiling } from "./profiler.js";
 import { reportReleaseError } from "./memory.js";
 
 /** Size bound of the lazy graph: recording more pending nodes than this flushes. */
@@ -82,9 +82,11 @@ export function execute(st: Storage, p: Pending): void {
   const dev = st.device;
   const exe = getExecutable(dev, { nodes: [p.node] });
   const out = st.allocate();
-  const args = p.inputs.map((v) => ({ buf: v.storage.buf!, offset: v.offset }));
+  const args: KernelArg[] = new Array(p.inputs.length);
+  for (let i = 0; i < args.length; i++) args[i] = { buf: p.inputs[i]!.storage.buf!, offset: p.inputs[i]!.offset };
   if (recordHooks.kernel) recordHooks.kernel(exe, p.node.prim, p.inputs, [st], p.scalars, p.node);
-  profileKernel(p.node.prim, () => exe.run(args, [out], p.scalars), () => shapesOf(p.node));
+  if (!profiling()) exe.run(args, [out], p.scalars); // the per-op path: no closures unless profiling
+  else profileKernel(p.node.prim, () => exe.run(args, [out], p.scalars), () => shapesOf(p.node));
 }
 
 /** Make a storage's value exist, running (fused) whatever pending graph produces it. */
@@ -121,6 +123,50 @@ function undoPartialFlush(roots: readonly Storage[]): void {
     }
   } catch (e) {
     reportReleaseError("failed flush cleanup", e); // the flush's own error is the one to raise
+  }
+}
+
+/**
+ * Strict eager: run `fn`, a pure formula of tensor ops (a composite's forward, or its backward
+ * without createGraph), as the fused kernels fused eager would make of it, and return with the
+ * storages `results` names materialized; everything else fn made is dropped. PyTorch runs such
+ * composites as one native kernel each (gelu_backward, native_layer_norm_backward), not one
+ * kernel per term. The kernels are the fused eager ones, so values are bit-identical to fused
+ * eager (which matches strict). Only called in strict eager with nothing pending and no trace.
+ */
+export function runFusedRegion<T>(fn: () => T, results: (r: T) => Storage[]): T {
+  const token = Storage.created;
+  setEagerMode("fused");
+  let r: T;
+  try {
+    r = fn();
+  } catch (e) {
+    setEagerMode("strict");
+    dropRegion(token, new Set());
+    throw e;
+  }
+  setEagerMode("strict");
+  const keep = new Set(results(r));
+  const roots = [...keep].filter((s) => s.pending);
+  try {
+    if (roots.length) flushGraph(roots, execute, true);
+  } catch (e) {
+    undoPartialFlush(roots);
+    dropRegion(token, new Set());
+    throw e;
+  }
+  dropRegion(token, keep);
+  return r;
+}
+
+/** After a fused region: what it made besides `keep` is unreachable (its intermediates); give it back and unlist it. */
+function dropRegion(token: number, keep: Set<Storage>): void {
+  recorded = 0;
+  for (const ref of pendingSet) {
+    const s = ref.deref();
+    if (s && s.serial <= token) continue;
+    pendingSet.delete(ref);
+    if (s && !keep.has(s)) s.discard();
   }
 }
 

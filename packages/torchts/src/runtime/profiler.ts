@@ -58,6 +58,11 @@ export function profile(opts: { recordShapes?: boolean } = {}): Profile {
   return p.start();
 }
 
+/** Whether a profile is recording (callers skip building profileKernel's closures when not). */
+export function profiling(): boolean {
+  return active !== null;
+}
+
 export function profileKernel(name: string, run: () => void, shapes?: () => string): void {
   if (!active) return run();
   const t = performance.now();
