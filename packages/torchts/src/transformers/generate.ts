@@ -189,8 +189,16 @@ export async function generate(model: PreTrainedModel, input: number[] | number[
     const run = (x: Tensor): Tensor =>
       torch.noGrad(() => model.forward(x, { attentionMask: mask, cache, logitsToKeep: 1 }).logits.select(1, -1).to("float32"));
     // eager steps free their intermediates at once: the next step reuses that memory (fresh
-    // memory is slow to touch) instead of waiting for the garbage collector
-    const eager = (x: Tensor): Tensor => torch.scope(() => run(x));
+    // memory is slow to touch) instead of waiting for the garbage collector. (Each decoder layer
+    // frees its own when it returns, modeling_utils.ts runLayers, so a long prefill holds one
+    // layer's activations at a time.) In fused eager the step is one lazy graph: torch.sync()
+    // flushes it freeing each value it materializes after its last reader, where the read below
+    // would keep them all to the end of the flush (bench/memory/README.md)
+    const eager = (x: Tensor): Tensor => {
+      const out = torch.scope(() => run(x));
+      if (torch.getEagerMode() === "fused") torch.sync();
+      return out;
+    };
     const compiled = session ? [session.prefill, session.decode] : null;
     const forward = (x: Tensor, t: number): Tensor => {
       if (!compiled) return eager(x);

@@ -8,6 +8,10 @@ import type { WeightSource } from "./weights.js";
 import type { KVCache } from "./kv_cache.js";
 import type { PagedBatch, PagedKVCache } from "./paged_kv_cache.js";
 import { generate, type GenerateOptions, type GenerateOutput } from "./generate.js";
+import { isGradEnabled } from "../autograd/grad_mode.js";
+import { traceState } from "../runtime/dispatch.js";
+import { Storage } from "../runtime/storage.js";
+import { opHooks, subclassDispatch } from "../ops/registry.js";
 const { nn } = torch;
 const F = nn.functional;
 
@@ -169,6 +173,58 @@ export function applyRope(x: Tensor, r: RopeTables): Tensor {
 export function rotateHalf(x: Tensor): Tensor {
   const d = x.shape[x.ndim - 1]! / 2;
   return torch.cat([x.narrow(-1, d, d).neg(), x.narrow(-1, 0, d)], -1);
+}
+
+/**
+ * Whether each decoder layer may run in a torch.scope of its own (runLayers): not while
+ * torch.compile or torch.export traces the forward (they record and plan every value), not when
+ * autograd records (backward reads what the layers saved), and not with tensor-subclass inputs or
+ * weights (DTensor: a scope cannot see the local tensors they wrap). The weights are only scanned
+ * when grad mode is on or a subclass is registered: generate()'s no-grad steps pay nothing.
+ */
+function mayScopeLayers(layers: readonly InstanceType<typeof nn.Module>[], h: Tensor): boolean {
+  if (traceState.fn !== null || opHooks.call !== null || h.constructor !== torch.Tensor) return false;
+  const grad = isGradEnabled();
+  if (grad && h.requiresGrad) return false;
+  if (!grad && subclassDispatch.handler === null) return true;
+  for (const layer of layers)
+    for (const p of layer.parameters()) if ((grad && p.requiresGrad) || (p.constructor !== nn.Parameter && p.constructor !== torch.Tensor)) return false;
+  return true;
+}
+
+/**
+ * A forward's decoder layers in order, h = step(layer, h, i), each in a torch.scope of its own
+ * when mayScopeLayers allows. PyTorch frees a layer's intermediates (norms, q/k/v, attention, the
+ * MLP's hidden units) as soon as nothing references them; here an unreferenced strict-eager tensor
+ * waits for the garbage collector, which does not run inside one synchronous forward, and
+ * generate()'s step scope held them to its end: a 512-token prefill of a 12-layer model kept every
+ * layer's activations (bench/memory/README.md). A layer's output and its KV-cache writes (in
+ * place, into the cache's own storage) outlive its scope; everything else it made is freed when it
+ * returns, and its output once the next layer has returned. With `hidden`
+ * (outputHiddenStates) each output is pushed there and kept. Whatever runs inside a layer must
+ * not stash a tensor it made (torch.keep exempts one); `step` must take anything shared by several
+ * layers (the attention mask, RoPE tables) from outside, made before the first layer.
+ */
+export function runLayers<M extends InstanceType<typeof nn.Module>>(layers: readonly M[], h: Tensor, step: (layer: M, h: Tensor, i: number) => Tensor, hidden?: Tensor[]): Tensor {
+  if (!mayScopeLayers(layers, h)) {
+    layers.forEach((layer, i) => {
+      h = step(layer, h, i);
+      hidden?.push(h);
+    });
+    return h;
+  }
+  // storages made after `born` belong to the previous layer's scope (its output, not a view of
+  // an outer tensor that a layer returned unchanged)
+  let born = Infinity;
+  layers.forEach((layer, i) => {
+    const prev = h;
+    const start = Storage.created;
+    h = torch.scope(() => step(layer, prev, i));
+    if (hidden) hidden.push(h);
+    else if (prev._storage.serial > born && prev._storage !== h._storage) prev.dispose();
+    born = start;
+  });
+  return h;
 }
 
 export interface ForwardOptions {

@@ -6,7 +6,7 @@ import * as torch from "../../index.js";
 import type { Tensor } from "../../index.js";
 import type { PretrainedConfig } from "../config.js";
 import {
-  Embedding, LayerNorm, Linear, PreTrainedModel, placeholder,
+  Embedding, LayerNorm, Linear, PreTrainedModel, placeholder, runLayers,
   type CausalLMOutput, type ForwardOptions, type InitOpts,
 } from "../modeling_utils.js";
 import type { KVCache } from "../kv_cache.js";
@@ -148,17 +148,14 @@ export class GPT2LMHeadModel extends PreTrainedModel {
     let h = t.wte.forward(inputIds).add(t.wpe.forward(pos)); // [B, L, C]
     const mask = maskFor(null);
     const hidden: Tensor[] = [h];
-    for (const block of t.h.children() as Iterable<GPT2Block>) {
-      h = block.forward(h, mask, cache, opts.cachePosition);
-      if (opts.outputHiddenStates) hidden.push(h);
-    }
+    h = runLayers([...t.h.children()] as GPT2Block[], h, (block, x) => block.forward(x, mask, cache, opts.cachePosition), opts.outputHiddenStates ? hidden : undefined);
     return this.finishForward(h, hidden, L, opts, t.ln_f, this.lm_head);
   }
 
   override forwardPaged(batch: PagedBatch, cache: PagedKVCache): Tensor {
     const t = this.transformer;
     let h = t.wte.forward(batch.inputIds).add(t.wpe.forward(batch.positions)); // [T, C]
-    for (const block of t.h.children() as Iterable<GPT2Block>) h = block.forwardPaged(h, batch, cache);
+    h = runLayers([...t.h.children()] as GPT2Block[], h, (block, x) => block.forwardPaged(x, batch, cache));
     return this.lm_head.forward(t.ln_f.forward(h.indexSelect(0, batch.logitsIndices)));
   }
 }

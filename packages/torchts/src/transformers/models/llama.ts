@@ -5,7 +5,7 @@ import * as torch from "../../index.js";
 import type { Tensor } from "../../index.js";
 import type { PretrainedConfig } from "../config.js";
 import {
-  Embedding, Linear, PreTrainedModel, RMSNorm, applyRope, ropeCosSin, ropeInvFreq, ropeTables, rotateHalf, rotateHalfMatrix, type RopeTables,
+  Embedding, Linear, PreTrainedModel, RMSNorm, applyRope, ropeCosSin, ropeInvFreq, ropeTables, rotateHalf, rotateHalfMatrix, runLayers, type RopeTables,
   type CausalLMOutput, type ForwardOptions, type InitOpts,
 } from "../modeling_utils.js";
 import type { KVCache } from "../kv_cache.js";
@@ -194,11 +194,9 @@ export class LlamaForCausalLM extends PreTrainedModel {
     const rope = ropeTables(this.invFreq, pos, dtype, this.ropeEye, this.ropePerm); // cos, sin [B, 1, L, hd]
     const hidden: Tensor[] = [h];
     const layers = [...this.model.layers.children()] as LlamaDecoderLayer[];
-    layers.forEach((layer, i) => {
-      const window = this.config.layerTypes[i] === "sliding_attention" ? this.config.slidingWindow : null;
-      h = layer.forward(h, rope, maskFor(window), cache, opts.cachePosition);
-      if (opts.outputHiddenStates) hidden.push(h);
-    });
+    // built before the layers' scopes (maskFor makes each window's mask once, for all layers)
+    const masks = layers.map((_, i) => maskFor(this.config.layerTypes[i] === "sliding_attention" ? this.config.slidingWindow : null));
+    h = runLayers(layers, h, (layer, x, i) => layer.forward(x, rope, masks[i]!, cache, opts.cachePosition), opts.outputHiddenStates ? hidden : undefined);
     return this.finishForward(h, hidden, L, opts, this.model.norm, this.lm_head);
   }
 
@@ -207,7 +205,7 @@ export class LlamaForCausalLM extends PreTrainedModel {
       throw new Error(`${this.constructor.name}.forwardPaged: sliding-window attention is not supported by the paged KV cache yet`);
     let h = this.model.embed_tokens.forward(batch.inputIds); // [T, C]
     const [cos, sin] = ropeCosSin(this.invFreq, batch.positions.unsqueeze(0), h.dtype).map((t) => t.squeeze(0).transpose(0, 1)); // [T, 1, hd]
-    for (const layer of this.model.layers.children() as Iterable<LlamaDecoderLayer>) h = layer.forwardPaged(h, cos!, sin!, batch, cache);
+    h = runLayers([...this.model.layers.children()] as LlamaDecoderLayer[], h, (layer, x) => layer.forwardPaged(x, cos!, sin!, batch, cache));
     return this.lm_head.forward(this.model.norm.forward(h.indexSelect(0, batch.logitsIndices)));
   }
 }
