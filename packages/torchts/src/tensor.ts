@@ -4,9 +4,10 @@
 import { getDevice } from "./device/plugin.js";
 import type { DType, HostArray } from "./ir/dtype.js";
 import { contiguousStrides, isContiguous, numel, shapeStr, type Shape } from "./ir/shape.js";
-import { realize } from "./runtime/dispatch.js";
+import { realize, runFusedRegion, traceState } from "./runtime/dispatch.js";
+import { getEagerMode } from "./runtime/mode.js";
 import { maybeYield } from "./runtime/memory.js";
-import { Storage } from "./runtime/storage.js";
+import { pendingSet, Storage } from "./runtime/storage.js";
 import { AccumulateGrad, type Node, type TensorHook } from "./autograd/node.js";
 import { formatTensor } from "./format.js";
 
@@ -273,6 +274,20 @@ export class Tensor {
 
 function sameShapeArr(a: Shape, b: Shape): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+/**
+ * A scope for a composite's formula (no autograd recording inside): in strict eager its ops run
+ * as fused kernels (runtime/dispatch.ts runFusedRegion) and only the returned tensors stay; in
+ * the other modes it is torch.scope (fused eager and torch.compile fuse the formula anyway).
+ */
+export function compositeScope<T>(fn: () => T): T {
+  if (getEagerMode() !== "strict" || traceState.fn !== null || pendingSet.size !== 0) return scope(fn);
+  return runFusedRegion(fn, (r) => {
+    const out: Storage[] = [];
+    collectTensors(r, (t) => out.push(t._storage));
+    return out;
+  });
 }
 
 /**

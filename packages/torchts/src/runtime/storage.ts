@@ -111,6 +111,20 @@ export class Storage {
     }
   }
 
+  /** Forget the value, buffer and node, at once: for a value nothing can read (a fused region's intermediate). Never throws. */
+  discard(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.pending = null;
+    this.readers = null;
+    try {
+      if (this.buf) trackFree(this, this.device, this.buf);
+    } catch (e) {
+      reportReleaseError("discard", e);
+    }
+    this.buf = null;
+  }
+
   /** Give the buffer back to the device now (the value stays recomputable from `pending`). */
   release(p: Pending): void {
     if (this.buf) trackFree(this, this.device, this.buf);

@@ -4,7 +4,7 @@
 // PyTorch's autograd rules for in-place writes then govern (a leaf that requires grad throws).
 import type { DType } from "../../ir/dtype.js";
 import { normDim, shapeStr } from "../../ir/shape.js";
-import { scope, type Tensor } from "../../tensor.js";
+import { compositeScope, scope, type Tensor } from "../../tensor.js";
 import { isGradEnabled, noGrad } from "../../autograd/grad_mode.js";
 import { getEagerMode } from "../../runtime/mode.js";
 import { attach, cast, compositePrim } from "../../ops/core.js";
@@ -157,8 +157,11 @@ export const gelu = op<Sig<[input: Tensor], { approximate?: "none" | "tanh" }, T
     if (approximate !== "none" && approximate !== "tanh") throw new Error("approximate argument must be either none or tanh.");
     requireFloat(x);
     const a = approximate;
-    const y = noGrad(() => scope(() => geluValue(x, a)));
-    return attach(y, "GeluBackward0", [x], [x], ([g], [xs]) => [M.mul(g!, geluDerivative(xs!, a))]);
+    const y = noGrad(() => compositeScope(() => geluValue(x, a)));
+    // without createGraph the backward is one formula: one fused kernel in strict eager too
+    return attach(y, "GeluBackward0", [x], [x], ([g], [xs]) =>
+      isGradEnabled() ? [M.mul(g!, geluDerivative(xs!, a))] : compositeScope(() => [M.mul(g!, geluDerivative(xs!, a))]),
+    );
   },
 );
 

@@ -1,7 +1,7 @@
 // Normalization layers: layer_norm, rms_norm, batch_norm (with in-place running-stat
 // updates), group_norm, instance_norm and F.normalize.
 import { normDim, shapeStr } from "../../ir/shape.js";
-import { scope, type Tensor } from "../../tensor.js";
+import { compositeScope, type Tensor } from "../../tensor.js";
 import { op, type Sig } from "../../ops/registry.js";
 import { attach } from "../../ops/core.js";
 import { isGradEnabled, noGrad } from "../../autograd/grad_mode.js";
@@ -56,7 +56,7 @@ export const layerNorm = op<
     // like PyTorch's native_layer_norm: the forward's temporaries are freed at once and the
     // backward needs only x, the mean and 1/std (not the decomposition's intermediates)
     const { y, mu, rstd } = noGrad(() =>
-      scope(() => {
+      compositeScope(() => {
         const mu = R.mean(x, axes, true);
         const d = M.sub(x, mu);
         const rstd = M.rsqrt(M.add(R.mean(M.mul(d, d), axes, true), eps));
@@ -65,24 +65,34 @@ export const layerNorm = op<
     );
     const lead = x.shape.map((_, i) => i).filter((i) => !axes.includes(i));
     return attach(y, "NativeLayerNormBackward0", [x, w, b], [x, mu, rstd, w], ([g], [xs, ms, rs, ws]) => {
-      // under createGraph the statistics are recomputed from x, so that double backward sees
-      // their dependence on x (the saved ones are constants)
-      if (isGradEnabled()) {
-        ms = R.mean(xs!, axes, true);
-        const d = M.sub(xs!, ms);
-        rs = M.rsqrt(M.add(R.mean(M.mul(d, d), axes, true), eps));
-      }
-      const xhat = M.mul(M.sub(xs!, ms!), rs!);
-      const gw = ws ? M.mul(g!, ws) : g!;
-      // dx = rstd * (g w - mean(g w) - xhat * mean(g w xhat))
-      const dx = x.requiresGrad
-        ? M.mul(M.sub(M.sub(gw, R.mean(gw, axes, true)), M.mul(xhat, R.mean(M.mul(gw, xhat), axes, true))), rs!)
-        : null;
-      const sumLead = (t: Tensor) => (lead.length ? R.sum(t, lead) : t);
-      return [dx, w?.requiresGrad ? sumLead(M.mul(g!, xhat)) : null, b?.requiresGrad ? sumLead(g!) : null];
+      const grads = () => layerNormGrads(x, w, b, g!, xs!, ms!, rs!, ws, axes, lead, eps);
+      // without createGraph the backward is one formula: fused kernels in strict eager too
+      return isGradEnabled() ? grads() : compositeScope(grads);
     });
   },
 );
+
+/** LayerNorm's input, weight and bias gradients from the saved x, mean, 1/std and weight. */
+function layerNormGrads(
+  x: Tensor, w: Tensor | null, b: Tensor | null, g: Tensor, xs: Tensor, ms: Tensor, rs: Tensor, ws: Tensor | undefined,
+  axes: number[], lead: number[], eps: number,
+): (Tensor | null)[] {
+  // under createGraph the statistics are recomputed from x, so that double backward sees
+  // their dependence on x (the saved ones are constants)
+  if (isGradEnabled()) {
+    ms = R.mean(xs, axes, true);
+    const d = M.sub(xs, ms);
+    rs = M.rsqrt(M.add(R.mean(M.mul(d, d), axes, true), eps));
+  }
+  const xhat = M.mul(M.sub(xs, ms), rs);
+  const gw = ws ? M.mul(g, ws) : g;
+  // dx = rstd * (g w - mean(g w) - xhat * mean(g w xhat))
+  const dx = x.requiresGrad
+    ? M.mul(M.sub(M.sub(gw, R.mean(gw, axes, true)), M.mul(xhat, R.mean(M.mul(gw, xhat), axes, true))), rs)
+    : null;
+  const sumLead = (t: Tensor) => (lead.length ? R.sum(t, lead) : t);
+  return [dx, w?.requiresGrad ? sumLead(M.mul(g, xhat)) : null, b?.requiresGrad ? sumLead(g) : null];
+}
 
 /** F.rms_norm: x * rsqrt(mean(x^2) + eps) * weight; eps defaults to finfo(x.dtype).eps. */
 export const rmsNorm = op<
