@@ -3,6 +3,7 @@
 import type { DevicePlugin, Executable } from "../device/plugin.js";
 import type { IRGraph } from "../ir/prims.js";
 import { nodeKey } from "../ir/prims.js";
+import { nodeId, nodeIdGeneration } from "../ir/node_id.js";
 import { fusedKey, fusionDevices, isFused } from "./fused_graph.js";
 import { cacheDir, cacheOnly, diskGet, diskPut } from "./disk_cache.js";
 import { log } from "./logs.js";
@@ -25,7 +26,34 @@ export function graphKey(dev: DevicePlugin, g: IRGraph): string {
   return isFused(g) ? `${base}|${fusedKey(g)}` : base;
 }
 
+// One-node graphs (every strict eager op) are found by the node's interned id first: no key
+// string is built for a hit. The entries are the main cache's executables.
+let singles = new Map<DevicePlugin, Map<number, Executable>>();
+let singlesGeneration = nodeIdGeneration;
+let singlesSize = 0;
+
 export function getExecutable(dev: DevicePlugin, g: IRGraph): Executable {
+  if (g.nodes.length !== 1 || isFused(g)) return lookup(dev, g);
+  const id = nodeId(g.nodes[0]!);
+  if (singlesGeneration !== nodeIdGeneration || singlesSize >= MAX_ENTRIES) {
+    singles = new Map();
+    singlesGeneration = nodeIdGeneration;
+    singlesSize = 0;
+  }
+  let byId = singles.get(dev);
+  const hit = byId?.get(id);
+  if (hit) {
+    stats.hits++;
+    return hit;
+  }
+  const exe = lookup(dev, g);
+  if (!byId) singles.set(dev, (byId = new Map()));
+  byId.set(id, exe);
+  singlesSize++;
+  return exe;
+}
+
+function lookup(dev: DevicePlugin, g: IRGraph): Executable {
   const key = graphKey(dev, g);
   const hit = cache.get(key);
   if (hit) {

@@ -5,6 +5,7 @@
 // A flush whose graph has the same structure as an earlier one reuses its plan and executables.
 import type { DevicePlugin, Executable, KernelArg } from "../device/plugin.js";
 import { nodeKey, type IRNode } from "../ir/prims.js";
+import { nodeId, nodeIdGeneration } from "../ir/node_id.js";
 import { contiguousStrides, sameShape } from "../ir/shape.js";
 import { dropDeviceExecutables, getExecutable } from "./cache.js";
 import { fusionDevices, type FusedGraph, type FusedSrc } from "./fused_graph.js";
@@ -216,20 +217,22 @@ function buildPlan(dev: DevicePlugin, sts: Storage[], pends: Pending[], pos: Map
 // The plan key of a flush is a sequence of small integers (interned node keys, input positions,
 // offsets, output flags) hashed to a short string; the sequence is kept with the plan and
 // compared on a hit. Building one long string per flush cost ~1 MB of garbage per training step.
-const nodeIds = new Map<string, number>();
+const nodeIds = new Map<string, number>(); // device names
+let planGeneration = nodeIdGeneration;
 const seq: number[] = [];
 
 function planKey(dev: DevicePlugin, pends: Pending[], pos: Map<Storage, number>, targets: Set<Storage>, sts: Storage[]): string {
-  if (nodeIds.size > 1 << 20) {
+  if (nodeIds.size > 1 << 10 || planGeneration !== nodeIdGeneration) {
     // bounded; ids are reused after this, so the plans keyed on old ids go too
     nodeIds.clear();
     plans.clear();
+    planGeneration = nodeIdGeneration;
   }
   seq.length = 0;
   seq.push(internNode(dev.name));
   for (let j = 0; j < pends.length; j++) {
     const p = pends[j]!;
-    seq.push(internNode(nodeKey(p.node)), p.inputs.length);
+    seq.push(nodeId(p.node), p.inputs.length);
     for (const v of p.inputs) {
       const q = pos.get(v.storage);
       seq.push(q === undefined ? -1 : q, q === undefined ? 0 : v.offset);
