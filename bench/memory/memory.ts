@@ -1,7 +1,7 @@
 // Peak wasm-arena memory of the two workloads issue 18 bounds (findings: README.md here):
 //   (a) decode: the ~100M Llama of bench/transformers (d 768, 12 layers, 12/4 heads, MLP 2048,
 //       vocab 16000, random weights), prompt 512 + 32 new tokens, batch 1, f32, compiled and
-//       strict (fused with --mode=fused), like bench/transformers/llama.ts (a warm-up generate,
+//       strict and fused, like bench/transformers/llama.ts (a warm-up generate,
 //       then 3 timed ones).
 //       Target: peak arena <= 1.5x (weights + KV cache).
 //   (b) train: the minGPT step of bench/suites/mingpt.ts (6 layers, d 384, 6 heads, block 256,
@@ -123,6 +123,7 @@ function report(r: Result): void {
   );
   if (process.argv.includes("--detail")) {
     console.log(`       dead-held by op (MiB): ${s.deadByOp.map(([o, b]) => `${o} ${mb(b)}`).join(", ")}`);
+    console.log(`       most bytes live per phase (MiB): ${s.phasePeaks.map(([p, b]) => `${p} ${mb(b)}`).join(", ")}`);
     console.log(`       last growth: a request of ${(s.growth.bytes / MiB).toFixed(1)} MiB; free lists then (class MiB x blocks): ${s.growth.freeLists.map(([k, n]) => `${(k / MiB).toFixed(2)}x${n}`).join(", ")}`);
   }
   emit({
@@ -139,7 +140,7 @@ if (kase && mode) {
   process.exit(0); // the worker pool keeps the process alive
 } else {
   const here = fileURLToPath(import.meta.url);
-  const runs: [string, string][] = [["decode", "strict"], ["decode", "compiled"], ["train", "strict"], ["train", "fused"], ["train", "compiled"]];
+  const runs: [string, string][] = [["decode", "strict"], ["decode", "fused"], ["decode", "compiled"], ["train", "strict"], ["train", "fused"], ["train", "compiled"]];
   for (const [c, m] of runs.filter(([c, m]) => (!kase || c === kase) && (!mode || m === mode))) {
     const p = spawnSync(process.execPath, ["--import", "tsx", here, `--case=${c}`, `--mode=${m}`, ...(QUICK ? ["--quick"] : [])], { encoding: "utf8", maxBuffer: 1 << 26 });
     const line = p.stdout.split("\n").find((l) => l.startsWith("RESULT "));

@@ -65,6 +65,8 @@ export interface Snapshot {
   growth: { bytes: number; freeLists: [number, number][] };
   /** the phase (ArenaTracker.mark) the peak fell in */
   phase: string;
+  /** per phase (ArenaTracker.mark), the most bytes requested by live blocks during it */
+  phasePeaks: [string, number][];
 }
 
 /** The arena's free lists as (class size, count), largest total first (reads its private map). */
@@ -238,6 +240,27 @@ export class ArenaTracker {
       deadByOp: [...deadOps].sort((a, b) => b[1] - a[1]).slice(0, 8),
       growth: this.growth,
       phase: this.marks.filter(([, t]) => t <= this.tPeak).pop()?.[0] ?? "start",
+      phasePeaks: this.phasePeaks(),
     };
+  }
+
+  /** The live-bytes sweep of snapshot(), its maximum taken per phase (a phase starts at its mark). */
+  private phasePeaks(): [string, number][] {
+    const ev: [number, number][] = [];
+    for (const b of this.all) {
+      ev.push([b.t0, b.bytes]);
+      if (b.t1 !== Infinity) ev.push([b.t1 + 0.5, -b.bytes]);
+    }
+    ev.sort((x, y) => x[0] - y[0]);
+    const peaks: [string, number][] = [["start", 0]];
+    let cur = 0;
+    let m = 0;
+    for (const [t, d] of ev) {
+      while (m < this.marks.length && this.marks[m]![1] <= t) peaks.push([this.marks[m++]![0], cur]);
+      cur += d;
+      const last = peaks[peaks.length - 1]!;
+      last[1] = Math.max(last[1], cur);
+    }
+    return peaks;
   }
 }
