@@ -292,7 +292,9 @@ export function compositeScope<T>(fn: () => T): T {
 
 /**
  * torch.scope(fn): every tensor created inside fn is disposed when fn returns, except those
- * returned (anywhere inside an array/object result) or passed to torch.keep.
+ * returned (anywhere inside an array/object result) or passed to torch.keep. Returned tensors
+ * made inside belong to the enclosing scope from then on (as tf.tidy's do), so nested scopes
+ * (one per decoder layer inside a step's) free each result once the outer scope ends.
  */
 export function scope<T>(fn: () => T): T {
   const mine: Tensor[] = [];
@@ -306,7 +308,8 @@ export function scope<T>(fn: () => T): T {
   }
   const keepStorages = new Set<Storage>();
   collectTensors(result, (t) => keepStorages.add(t._storage));
-  for (const t of kept) keepStorages.add(t._storage);
+  const keptStorages = new Set<Storage>();
+  for (const t of kept) keptStorages.add(t._storage);
   // grads and autograd state that escape through leaves are kept too
   // newest first: readers go before the values they read, so a fused value no pending node
   // needs any more is freed now instead of being moved aside for a reader about to go too
@@ -315,8 +318,10 @@ export function scope<T>(fn: () => T): T {
     // only memory allocated inside the scope: a view made inside it of an outer tensor, or an
     // in-place write into one (its temporary then points at the outer storage), share the
     // outer tensor's storage, which must survive
-    if (keepStorages.has(t._storage) || t._storage.serial <= born || pinned.has(t._storage)) continue;
-    t._storage.dispose();
+    if (t._storage.serial <= born || pinned.has(t._storage)) continue;
+    if (keptStorages.has(t._storage)) continue; // torch.keep: no scope frees it
+    if (!keepStorages.has(t._storage)) t._storage.dispose();
+    else liveScope[liveScope.length - 1]?.push(t); // a result: the outer scope's now
   }
   return result;
 }

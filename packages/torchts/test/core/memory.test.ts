@@ -205,3 +205,22 @@ test("memory: number operands are shared 0-dim constants that no scope frees, ev
       assert.ok(Object.is((await x.narrow(0, 1, 1).mul(0).data())[0], 0));
     });
 });
+
+test("memory: a nested torch.scope's results belong to the enclosing scope; torch.keep still exempts from all", async () => {
+  const x = torch.ones([4, 4]);
+  let inner: torch.Tensor | null = null, kept: torch.Tensor | null = null, keptView: torch.Tensor | null = null;
+  const out = torch.scope(() => {
+    inner = torch.scope(() => x.mul(3)); // returned from the inner scope, not from the outer one
+    kept = torch.scope(() => {
+      const k = torch.keep(x.add(1));
+      keptView = k.view(16); // a view of a kept tensor shares its storage: it must survive too
+      return keptView;
+    });
+    return inner.add(1);
+  });
+  assert.equal(inner!.isDisposed, true, "the inner result was freed when the outer scope ended");
+  assert.equal(out.isDisposed, false);
+  assert.deepEqual(Array.from((await out.data()) as Float32Array), new Array(16).fill(4));
+  assert.equal(kept!.isDisposed, false);
+  assert.deepEqual(Array.from((await keptView!.data()) as Float32Array), new Array(16).fill(2));
+});
