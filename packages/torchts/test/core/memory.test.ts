@@ -208,7 +208,9 @@ test("memory: number operands are shared 0-dim constants that no scope frees, ev
 
 test("memory: a nested torch.scope's results belong to the enclosing scope; torch.keep still exempts from all", async () => {
   const x = torch.ones([4, 4]);
-  let inner: torch.Tensor | null = null, kept: torch.Tensor | null = null, keptView: torch.Tensor | null = null;
+  let inner: torch.Tensor | null = null,
+    kept: torch.Tensor | null = null,
+    keptView: torch.Tensor | null = null;
   const out = torch.scope(() => {
     inner = torch.scope(() => x.mul(3)); // returned from the inner scope, not from the outer one
     kept = torch.scope(() => {
