@@ -87,8 +87,10 @@ test("priority < 0 is shed while the replica is saturated; priority 0 waits and 
   // saturated at one waiting request (GIE's detector with queueDepth 1)
   const rt = await startRouter([rep.url], { flowControl: { saturation: { queueDepth: 1 } } });
   try {
-    // one running, two waiting on the replica (max-num-seqs 1): saturated for two whole generations
-    const holds = [await hold(rt.url, 1000), await hold(rt.url, 1000), await hold(rt.url, 1000)];
+    // one running, two waiting on the replica (max-num-seqs 1): saturated for two whole generations. Sent to the
+    // replica itself: through the router, a scrape landing between them would queue the last one in the router
+    // (the replica is saturated from then on), and its hold would only return once saturation had ended
+    const holds = [await hold(rep.url, 1000), await hold(rep.url, 1000), await hold(rep.url, 1000)];
     const saturated = () => (rt.router.pool.replicas[0]!.metrics?.waiting ?? 0) >= 1 && rt.router.scheduler.saturated(rt.router.pool.replicas[0]!);
     // the router sees saturation through its last scrape: a request sent as a scrape lands may still see the
     // replica as it was; while it is saturated, a sheddable request is refused (a few tries for that race)
