@@ -35,6 +35,9 @@ export function diskCacheStats(): typeof stats {
   return { ...stats };
 }
 
+/** Browser bundles stub node:crypto, node:fs and node:os out: there is no disk tier there. */
+const diskAvailable = typeof createHash === "function" && typeof readFileSync === "function" && typeof homedir === "function";
+
 function fileFor(key: string): string {
   const h = createHash("sha256").update(TORCHTS_VERSION).update("\0").update(key).digest("hex");
   return join(cacheDir(), h.slice(0, 2), `${h}.json`);
@@ -42,6 +45,7 @@ function fileFor(key: string): string {
 
 /** The cached source for key, or null (missing, from another version, or corrupt). */
 export function diskGet(key: string): string | null {
+  if (!diskAvailable) return null;
   const f = fileFor(key);
   let text: string;
   try {
@@ -66,6 +70,7 @@ export function diskGet(key: string): string | null {
 }
 
 export function diskPut(key: string, source: string): void {
+  if (!diskAvailable) return;
   const f = fileFor(key);
   try {
     mkdirSync(join(f, ".."), { recursive: true });
