@@ -15,7 +15,7 @@ import type { DeviceBuffer, DevicePlugin, Executable, KernelArg } from "../devic
 import { castScalar, type DType, type HostArray } from "../ir/dtype.js";
 import { realize } from "../runtime/dispatch.js";
 import { transferOwnership, type BufferOwner } from "../runtime/memory.js";
-import { profileKernel } from "../runtime/profiler.js";
+import { runKernel } from "../runtime/profiler.js";
 import { Storage } from "../runtime/storage.js";
 import { defaultGenerator } from "../ops/random.js";
 import { Tensor } from "../tensor.js";
@@ -356,7 +356,7 @@ export class Program {
         for (const [i, d, j] of k.hostScalars) s[i] = nums[d]![j]!;
         scalars = s;
       }
-      profileKernel(k.name, () => k.exe.run(ins, outs, scalars));
+      runKernel(k.name, k.exe, ins, outs, scalars);
     }
     for (const val of this.values) if (val.kind === "state") swapIn(val.st, val.spare);
     const wrap = (r: RetView) => {

@@ -9,7 +9,7 @@ import { getExecutable } from "./cache.js";
 import { currentOpName, getEagerMode, isAnomalyEnabled, setEagerMode, userCallSite } from "./mode.js";
 import { pendingSet, Storage, type Pending, type ViewRef } from "./storage.js";
 import { flushGraph, recordHooks } from "./scheduler.js";
-import { profileKernel, profiling } from "./profiler.js";
+import { runKernel } from "./profiler.js";
 import { reportReleaseError } from "./memory.js";
 
 /** Size bound of the lazy graph: recording more pending nodes than this flushes. */
@@ -85,8 +85,7 @@ export function execute(st: Storage, p: Pending): void {
   const args: KernelArg[] = new Array(p.inputs.length);
   for (let i = 0; i < args.length; i++) args[i] = { buf: p.inputs[i]!.storage.buf!, offset: p.inputs[i]!.offset };
   if (recordHooks.kernel) recordHooks.kernel(exe, p.node.prim, p.inputs, [st], p.scalars, p.node);
-  if (!profiling()) exe.run(args, [out], p.scalars); // the per-op path: no closures unless profiling
-  else profileKernel(p.node.prim, () => exe.run(args, [out], p.scalars), () => shapesOf(p.node));
+  runKernel(p.node.prim, exe, args, [out], p.scalars, p.node);
 }
 
 /** Make a storage's value exist, running (fused) whatever pending graph produces it. */
@@ -335,10 +334,4 @@ function checkOutput(st: Storage, node: IRNode, site: string): void {
         );
     }
   }
-}
-
-/** How the profiler names a node under recordShapes: params, input views and output. */
-function shapesOf(n: IRNode): string {
-  const ins = n.inputs.map((v) => `${v.dtype}[${v.shape.join(",")}]{${v.strides.join(",")}}`).join(" ");
-  return `${JSON.stringify(n.params)} ${ins} -> ${n.out.dtype}[${n.out.shape.join(",")}]`;
 }

@@ -1,5 +1,7 @@
 // torch.profiler: per-kernel wall time while a profile is active, exported as a Chrome trace.
 import { writeFileSync } from "node:fs";
+import type { DeviceBuffer, Executable, KernelArg } from "../device/plugin.js";
+import type { IRNode } from "../ir/prims.js";
 
 export interface KernelEvent {
   name: string;
@@ -58,14 +60,20 @@ export function profile(opts: { recordShapes?: boolean } = {}): Profile {
   return p.start();
 }
 
-/** Whether a profile is recording (callers skip building profileKernel's closures when not). */
-export function profiling(): boolean {
-  return active !== null;
+/**
+ * Runs one kernel: the eager, fused and compiled paths all call this. While a profile records it
+ * is timed (and named with `node`'s params and shapes under recordShapes); otherwise it is a plain
+ * call, with no closure or timestamp on the per-op path.
+ */
+export function runKernel(name: string, exe: Executable, ins: KernelArg[], outs: DeviceBuffer[], scalars: readonly number[], node?: IRNode): void {
+  if (!active) return exe.run(ins, outs, scalars);
+  const t = performance.now();
+  exe.run(ins, outs, scalars);
+  active.record(active.recordShapes && node ? `${name} ${shapesOf(node)}` : name, t, performance.now());
 }
 
-export function profileKernel(name: string, run: () => void, shapes?: () => string): void {
-  if (!active) return run();
-  const t = performance.now();
-  run();
-  active.record(active.recordShapes && shapes ? `${name} ${shapes()}` : name, t, performance.now());
+/** How the profiler names a node under recordShapes: params, input views and output. */
+function shapesOf(n: IRNode): string {
+  const ins = n.inputs.map((v) => `${v.dtype}[${v.shape.join(",")}]{${v.strides.join(",")}}`).join(" ");
+  return `${JSON.stringify(n.params)} ${ins} -> ${n.out.dtype}[${n.out.shape.join(",")}]`;
 }

@@ -10,7 +10,7 @@ import { contiguousStrides, sameShape } from "../ir/shape.js";
 import { dropDeviceExecutables, getExecutable } from "./cache.js";
 import { fusionDevices, type FusedGraph, type FusedSrc } from "./fused_graph.js";
 import { log, logOn } from "./logs.js";
-import { profileKernel } from "./profiler.js";
+import { runKernel } from "./profiler.js";
 import { requestCollection } from "./memory.js";
 import type { Pending, Storage, ViewRef } from "./storage.js";
 
@@ -300,7 +300,7 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
       });
       const outs = k.outs.map((j) => sts[j]!.allocate());
       if (recordHooks.kernel) recordHooks.kernel(k.exe, k.name, k.ext.map(([j, i]) => pends[j]!.inputs[i]!), k.outs.map((j) => sts[j]!), [], null);
-      profileKernel(k.name, () => k.exe.run(args, outs, []));
+      runKernel(k.name, k.exe, args, outs, []);
       for (const j of k.outs) sts[j]!.pending = null;
     }
     if (freeIntermediates) for (const q of plan.lastUses[ki]!) sts[q]!.release(pends[q]!);
