@@ -272,6 +272,11 @@ export class Tensor {
   }
 }
 
+/** Whether t views all of its storage in order (offset 0, contiguous, every element): writes to t are writes to the storage. */
+export function coversStorage(t: Tensor): boolean {
+  return t._offset === 0 && t.isContiguous() && t.numel() === t._storage.numel;
+}
+
 function sameShapeArr(a: Shape, b: Shape): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
 }

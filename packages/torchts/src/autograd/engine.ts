@@ -1,6 +1,6 @@
 // The backward engine: walks the graph from the roots in dependency order, calling each
 // node's vjp (itself made of dispatched ops) and accumulating into leaves' .grad.
-import { scope, Tensor } from "../tensor.js";
+import { coversStorage, scope, Tensor } from "../tensor.js";
 import { isGradEnabled, setGradEnabled } from "./grad_mode.js";
 import { AccumulateGrad, type Edge, type Node } from "./node.js";
 import { add } from "../ops/math.js";
@@ -214,10 +214,6 @@ function releaseAndDecrement(node: Node, ready: Node[], deps: Map<Node, number>,
     deps.set(e.node, c);
     if (c === 0) ready.push(e.node);
   }
-}
-
-function coversStorage(t: Tensor): boolean {
-  return t._offset === 0 && t.isContiguous() && t.numel() === t._storage.numel;
 }
 
 /** `own`: g is this backward's own unshared tensor, so it becomes .grad without a copy. */

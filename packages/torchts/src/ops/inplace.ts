@@ -4,7 +4,7 @@
 import { isGradEnabled } from "../autograd/grad_mode.js";
 import { adoptInto, copyIntoInPlace, prepareInplace } from "../runtime/dispatch.js";
 import { Storage } from "../runtime/storage.js";
-import { Tensor, type TensorLike } from "../tensor.js";
+import { coversStorage, Tensor, type TensorLike } from "../tensor.js";
 import { cast, expand, reshape, stridedScatter, asStridedLogical, scalarTensor } from "./core.js";
 import { _contiguous as contiguous, _detach as detach, _toDevice as toDevice } from "./shape_ops.js";
 import * as M from "./math.js";
@@ -16,10 +16,6 @@ function checkLeaf(t: Tensor, name: string): void {
   for (let b = t._viewParent ?? t._base; b; b = b._viewParent ?? b._base)
     if (b.isLeaf && b._requiresGrad)
       throw new Error(`${name}: a view of a leaf Variable that requires grad is being used in an in-place operation.`);
-}
-
-function coversStorage(t: Tensor): boolean {
-  return t._offset === 0 && t.isContiguous() && t.numel() === t._storage.numel;
 }
 
 /**

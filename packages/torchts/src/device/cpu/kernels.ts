@@ -170,6 +170,15 @@ type RowLoop = (
 ) => number;
 
 /** One index row of gather/scatter, generated per kernel so each copy sees one set of array types. */
+/**
+ * gather/scatter_add along dim 0 of a 2-D tensor whose index is constant along each row (an
+ * expanded [n, 1] column: embedding, index_select, embedding's backward) and whose rows, `rows`,
+ * are contiguous: each index picks or adds one whole row.
+ */
+function wholeRows(rows: IRNode["inputs"][0], idx: IRNode["inputs"][0], dim: number): boolean {
+  return rows.shape.length === 2 && dim === 0 && idx.shape.length === 2 && idx.strides[1] === 0 && rows.strides[1] === 1 && idx.shape[1] === rows.shape[1];
+}
+
 function rowLoop(body: string, op: string): RowLoop {
   return new Function(
     "check",
@@ -344,8 +353,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
       });
     };
     // embedding and index_select: an index constant along a contiguous row of x picks whole rows
-    if (!(x.shape.length === 2 && dim === 0 && idx.shape.length === 2 && idx.strides[1] === 0 && x.strides[1] === 1 && idx.shape[1] === x.shape[1]))
-      return general;
+    if (!wholeRows(x, idx, dim)) return general;
     const R = idx.shape[0]!, D = x.shape[1]!, is0 = idx.strides[0]!;
     return (O, ins, offs, S) => {
       const X = ins[0]!, I = ins[1]!;
@@ -367,8 +375,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const copy = elementwise(self.shape, [self.strides], ([x]) => x!, n.out.dtype);
     const loop = rowLoop("O[xo + v * xd] += X[so];", "scatter_add");
     // embedding's backward: an index constant along contiguous rows adds whole rows (same order)
-    const rows = self.shape.length === 2 && dim === 0 && idx.shape.length === 2 && idx.strides[1] === 0 &&
-      src.strides[1] === 1 && idx.shape[1] === self.shape[1];
+    const rows = wholeRows(src, idx, dim) && idx.shape[1] === self.shape[1];
     const R = idx.shape[0] ?? 0, D = self.shape[1] ?? 0, is0 = idx.strides[0] ?? 0, ss0 = src.strides[0] ?? 0;
     return (O, ins, offs) => {
       copy(O, [ins[0]!], [offs[0]!], []);

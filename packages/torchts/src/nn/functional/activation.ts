@@ -4,7 +4,7 @@
 // PyTorch's autograd rules for in-place writes then govern (a leaf that requires grad throws).
 import type { DType } from "../../ir/dtype.js";
 import { normDim, shapeStr } from "../../ir/shape.js";
-import { compositeScope, scope, type Tensor } from "../../tensor.js";
+import { compositeScope, type Tensor } from "../../tensor.js";
 import { isGradEnabled, noGrad } from "../../autograd/grad_mode.js";
 import { getEagerMode } from "../../runtime/mode.js";
 import { attach, cast, compositePrim } from "../../ops/core.js";
@@ -178,35 +178,44 @@ function drop(...ts: Tensor[]): void {
   for (const t of ts) t.dispose();
 }
 
-function geluValue(x: Tensor, a: "none" | "tanh"): Tensor {
-  if (a === "none") {
-    const h = M.mul(x, 0.5);
-    const u = M.mul(x, Math.SQRT1_2);
-    const e = M.erf(u);
-    drop(u);
-    const e1 = M.add(e, 1);
-    drop(e);
-    const y = M.mul(h, e1);
-    drop(h, e1);
-    return y;
-  }
-  // x/2 (1 + tanh(k (x + c x^3)))
+/** erf(x / sqrt 2) + 1: 2 Phi(x), the exact form's shared term. */
+function erfPlusOne(x: Tensor): Tensor {
+  const u = M.mul(x, Math.SQRT1_2);
+  const e = M.erf(u);
+  drop(u);
+  const e1 = M.add(e, 1);
+  drop(e);
+  return e1;
+}
+
+/** tanh(k (x + c x^3)), the tanh form's shared term; x^2 too when the caller asks for it (else freed). */
+function tanhTerm(x: Tensor, keepSquare: boolean): { t: Tensor; x2: Tensor | null } {
   const x2 = M.mul(x, x);
   const x3 = M.mul(x2, x);
-  drop(x2);
+  if (!keepSquare) drop(x2);
   const cx3 = M.mul(x3, 0.044715);
   drop(x3);
   const s = M.add(x, cx3);
   drop(cx3);
   const inner = M.mul(s, GELU_K);
   drop(s);
-  const h = M.mul(x, 0.5);
-  const th = M.tanh(inner);
+  const t = M.tanh(inner);
   drop(inner);
-  const t1 = M.add(th, 1);
-  drop(th);
-  const y = M.mul(h, t1);
-  drop(h, t1);
+  return { t, x2: keepSquare ? x2 : null };
+}
+
+function geluValue(x: Tensor, a: "none" | "tanh"): Tensor {
+  // x/2 (1 + erf(x / sqrt 2)), or x/2 (1 + tanh(k (x + c x^3)))
+  const h = M.mul(x, 0.5);
+  let e1: Tensor;
+  if (a === "none") e1 = erfPlusOne(x);
+  else {
+    const { t } = tanhTerm(x, false);
+    e1 = M.add(t, 1);
+    drop(t);
+  }
+  const y = M.mul(h, e1);
+  drop(h, e1);
   return y;
 }
 
@@ -214,11 +223,7 @@ function geluValue(x: Tensor, a: "none" | "tanh"): Tensor {
 function geluDerivative(x: Tensor, a: "none" | "tanh"): Tensor {
   if (a === "none") {
     // Phi(x) + x phi(x)
-    const u = M.mul(x, Math.SQRT1_2);
-    const e = M.erf(u);
-    drop(u);
-    const e1 = M.add(e, 1);
-    drop(e);
+    const e1 = erfPlusOne(x);
     const cdf = M.mul(e1, 0.5);
     drop(e1);
     const x2 = M.mul(x, x);
@@ -235,18 +240,9 @@ function geluDerivative(x: Tensor, a: "none" | "tanh"): Tensor {
     return d;
   }
   // 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2), t = tanh(k (x + c x^3))
-  const x2 = M.mul(x, x);
-  const x3 = M.mul(x2, x);
-  const cx3 = M.mul(x3, 0.044715);
-  drop(x3);
-  const s = M.add(x, cx3);
-  drop(cx3);
-  const inner = M.mul(s, GELU_K);
-  drop(s);
-  const t = M.tanh(inner);
-  drop(inner);
-  const p = M.mul(x2, 3 * 0.044715);
-  drop(x2);
+  const { t, x2 } = tanhTerm(x, true);
+  const p = M.mul(x2!, 3 * 0.044715);
+  drop(x2!);
   const p1 = M.add(p, 1);
   drop(p);
   const dInner = M.mul(p1, GELU_K);
