@@ -9,6 +9,8 @@ import { batchTensors, batches, makeModel, step } from "./model.js";
 
 const mode = (process.argv.includes("--mode") ? process.argv[process.argv.indexOf("--mode") + 1] : "strict") as "strict" | "fused";
 const STEPS = numberArg("--steps") ?? 60;
+if (mode !== "strict" && mode !== "fused") throw new Error(`step_variance: --mode must be strict or fused, got '${mode}'`);
+if (!(Number.isInteger(STEPS) && STEPS >= 1)) throw new Error(`step_variance: --steps must be a positive integer, got ${STEPS}`);
 torch.backends.cpu.setNumThreads(2);
 const m = makeModel();
 const bs = batches(STEPS + 10);
