@@ -16,6 +16,14 @@ export type TensorLike = Tensor | Scalar;
 export type NestedArray = Scalar | NestedArray[];
 
 let liveScope: Tensor[][] = [];
+/** Per open torch.scope (parallel to liveScope): tensors whose .grad was set inside it. */
+let gradScope: Tensor[][] = [];
+
+/** `t.grad` was just set: the open torch.scope keeps that gradient if t still holds it when the scope ends. */
+export function noteGradSet(t: Tensor): void {
+  const g = gradScope[gradScope.length - 1];
+  if (g) g.push(t);
+}
 
 export class Tensor {
   _storage: Storage;
@@ -139,6 +147,7 @@ export class Tensor {
     if (g && !sameShapeArr(g.shape, this.shape))
       throw new RangeError(`assigned grad has data of a different size: ${shapeStr(g.shape)} vs ${shapeStr(this.shape)}`);
     this._grad = g;
+    if (g) noteGradSet(this);
   }
   retainGrad(): void {
     if (this.isLeaf) return;
@@ -297,38 +306,61 @@ export function compositeScope<T>(fn: () => T): T {
 
 /**
  * torch.scope(fn): every tensor created inside fn is disposed when fn returns, except those
- * returned (anywhere inside an array/object result) or passed to torch.keep. Returned tensors
- * made inside belong to the enclosing scope from then on (as tf.tidy's do), so nested scopes
- * (one per decoder layer inside a step's) free each result once the outer scope ends.
+ * returned (anywhere inside an array/object result) or passed to torch.keep, gradients still held
+ * by a tensor's .grad, and tensors stored where they outlive the call (module attributes, optimizer
+ * state: `holdBeyondScopes`). One that autograd saved for a backward still to come is freed when
+ * that backward releases it, so a scope may end before `loss.backward()` and a training step
+ * (forward, backward, optimizer step) may run in one scope. Returned tensors made inside belong to
+ * the enclosing scope from then on (as tf.tidy's do), so nested scopes (one per decoder layer inside
+ * a step's) free each result once the outer scope ends.
  */
 export function scope<T>(fn: () => T): T {
   const mine: Tensor[] = [];
+  const grads: Tensor[] = [];
   const born = Storage.created;
   liveScope.push(mine);
+  gradScope.push(grads);
   let result: T;
   try {
     result = fn();
   } finally {
     liveScope.pop();
+    gradScope.pop();
   }
   const keepStorages = new Set<Storage>();
   collectTensors(result, (t) => keepStorages.add(t._storage));
+  // a gradient set inside that its tensor still holds: the outer scope checks its tensor again
+  for (const t of grads)
+    if (t._grad) {
+      collectTensors(t._grad, (g) => keepStorages.add(g._storage));
+      gradScope[gradScope.length - 1]?.push(t);
+    }
   const keptStorages = new Set<Storage>();
   for (const t of kept) keptStorages.add(t._storage);
-  // grads and autograd state that escape through leaves are kept too
   // newest first: readers go before the values they read, so a fused value no pending node
   // needs any more is freed now instead of being moved aside for a reader about to go too
   for (let i = mine.length - 1; i >= 0; i--) {
     const t = mine[i]!;
+    const st = t._storage;
     // only memory allocated inside the scope: a view made inside it of an outer tensor, or an
     // in-place write into one (its temporary then points at the outer storage), share the
     // outer tensor's storage, which must survive
-    if (t._storage.serial <= born || pinned.has(t._storage)) continue;
-    if (keptStorages.has(t._storage)) continue; // torch.keep: no scope frees it
-    if (!keepStorages.has(t._storage)) t._storage.dispose();
-    else liveScope[liveScope.length - 1]?.push(t); // a result: the outer scope's now
+    if (st.serial <= born || pinned.has(st) || st.disposed) continue;
+    if (keptStorages.has(st)) continue; // torch.keep: no scope frees it
+    if (keepStorages.has(st)) liveScope[liveScope.length - 1]?.push(t); // a result: the outer scope's now
+    else if (st.savedBy > 0) st.internal = true; // backward frees it (autograd/node.ts release)
+    else st.dispose();
   }
   return result;
+}
+
+/**
+ * `t` is stored where it outlives any scope open now (a module's attribute, an optimizer's state):
+ * no torch.scope frees its storage; the garbage collector does once nothing holds it.
+ */
+export function holdBeyondScopes(t: Tensor): void {
+  pinned.add(t._storage);
+  if (t._base) pinned.add(t._base._storage);
 }
 
 /**
@@ -373,14 +405,15 @@ const pinned = new WeakSet<Storage>();
 
 /** Runs fn with no torch.scope collecting the tensor it creates, and pins its storage. */
 export function unscoped(fn: () => Tensor): Tensor {
-  const outer = liveScope;
+  const [outer, outerGrads] = [liveScope, gradScope];
   liveScope = [];
+  gradScope = [];
   try {
     const t = fn();
     pinned.add(t._storage);
     return t;
   } finally {
-    liveScope = outer;
+    [liveScope, gradScope] = [outer, outerGrads];
   }
 }
 

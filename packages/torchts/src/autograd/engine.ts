@@ -1,6 +1,6 @@
 // The backward engine: walks the graph from the roots in dependency order, calling each
 // node's vjp (itself made of dispatched ops) and accumulating into leaves' .grad.
-import { coversStorage, scope, Tensor } from "../tensor.js";
+import { coversStorage, noteGradSet, scope, Tensor } from "../tensor.js";
 import { isGradEnabled, setGradEnabled } from "./grad_mode.js";
 import { AccumulateGrad, type Edge, type Node } from "./node.js";
 import { add } from "../ops/math.js";
@@ -155,7 +155,10 @@ export function runBackward(
         for (const [idx, ref] of node.retained) {
           const t = ref.deref();
           const g = gin[idx];
-          if (t && g) t._grad = t._grad ? add(t._grad, g) : createGraph ? g : detach(g);
+          if (t && g) {
+            t._grad = t._grad ? add(t._grad, g) : createGraph ? g : detach(g);
+            noteGradSet(t);
+          }
         }
       const cap = captureMap.get(node);
       if (cap)
@@ -228,6 +231,7 @@ function accumulateLeaf(v: Tensor, g: Tensor | null, createGraph: boolean, own =
   // expanded view or shared with another input), so in-place updates of .grad are safe
   const gg = createGraph ? g : own ? detach(g) : detach(clone(g));
   v._grad = v._grad ? (createGraph ? add(v._grad, gg) : detach(add(v._grad, gg))) : gg;
+  noteGradSet(v);
   if (v._postAccHooks) for (const h of v._postAccHooks) h(v);
 }
 

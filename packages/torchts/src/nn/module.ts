@@ -7,7 +7,7 @@ import { moduleStructure } from "../utils/structure.js";
 import { noGrad } from "../autograd/grad_mode.js";
 import type { DType } from "../ir/dtype.js";
 import { shapeStr } from "../ir/shape.js";
-import { Tensor } from "../tensor.js";
+import { holdBeyondScopes, Tensor } from "../tensor.js";
 import * as S from "../ops/shape_ops.js";
 import { zerosLike } from "../ops/creation.js";
 
@@ -121,6 +121,7 @@ export class Module {
       this._own(key, value ?? null);
       return true;
     }
+    if (value instanceof Tensor) holdBeyondScopes(value); // a plain tensor attribute lives as long as the module
     return false;
   }
 
@@ -128,6 +129,7 @@ export class Module {
     return this._parameters.has(key) || this._buffers.has(key) || this._modules.has(key);
   }
   _own(key: string, value: unknown): void {
+    if (value instanceof Tensor) holdBeyondScopes(value); // a module's tensors outlive any torch.scope
     moduleStructure.version++;
     Reflect.defineProperty(this, key, { value, writable: true, enumerable: true, configurable: true });
   }

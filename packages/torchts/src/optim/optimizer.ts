@@ -2,7 +2,7 @@
 // stateDict/loadStateDict (params referred to by their index, as PyTorch). Subclasses
 // implement `_update()`; step() runs it under noGrad, so parameters update in place.
 import { enableGrad, noGrad } from "../autograd/grad_mode.js";
-import { Tensor } from "../tensor.js";
+import { holdBeyondScopes, Tensor } from "../tensor.js";
 import * as M from "../ops/math.js";
 import * as S from "../ops/shape_ops.js";
 import { zerosLike } from "../ops/creation.js";
@@ -74,7 +74,13 @@ export abstract class Optimizer {
     noGrad(() => {
       for (const g of this.paramGroups) this._updateGroup(g);
     });
+    this._holdState();
     return loss;
+  }
+
+  /** State tensors live as long as the optimizer: no torch.scope around a step frees them. */
+  private _holdState(): void {
+    for (const s of this.state.values()) for (const v of Object.values(s)) if (v instanceof Tensor) holdBeyondScopes(v);
   }
 
   /** Update every parameter of the group that has a gradient (grad mode is off). */
@@ -133,6 +139,7 @@ export abstract class Optimizer {
           c[k] = S.to(v, { dtype: p.dtype, device: p.device });
       this.state.set(p, c);
     }
+    this._holdState();
     this.paramGroups = groups.map((g, i) => ({ ...structuredClone({ ...g, params: [] }), params: this.paramGroups[i]!.params })) as ParamGroup[];
   }
 }

@@ -226,3 +226,128 @@ test("memory: a nested torch.scope's results belong to the enclosing scope; torc
   assert.equal(kept!.isDisposed, false);
   assert.deepEqual(Array.from((await keptView!.data()) as Float32Array), new Array(16).fill(2));
 });
+
+test("memory: a torch.scope may end before backward: what autograd saved stays for it and that backward frees it", async () => {
+  for (const mode of ["strict", "fused"] as const)
+    await torch.withEagerMode(mode, async () => {
+      torch.manualSeed(1);
+      const w = torch.randn(8, 8).requiresGrad_();
+      const x = torch.randn(4, 8);
+      const f = () => x.matmul(w).relu().mul(2).sum();
+      f().backward(); // caches the number constant
+      const want = Array.from((await w.grad!.data()) as Float32Array);
+      w.grad = null;
+      const live = () => torch.memory.stats().liveBytes;
+      let before = await settle();
+      const unscoped = await (async () => {
+        const plain = f();
+        torch.sync();
+        return live() - before; // the loss and its intermediates, which wait for the collector
+      })();
+      before = await settle();
+      const loss = torch.scope(f);
+      torch.sync();
+      const saved = live() - before - 4; // what relu saved for backward
+      // (fused eager only materializes the loss and what autograd saved: there is nothing more to free)
+      assert.ok(
+        saved > 0 && (mode === "fused" ? saved <= unscoped - 4 : saved < unscoped - 4),
+        `${mode}: the scope freed all but what backward needs (${saved} of ${unscoped - 4} bytes)`,
+      );
+      // backward in a scope of its own, so that its temporaries go too: the gradient it set stays
+      torch.scope(() => {
+        loss.backward();
+        torch.sync();
+      });
+      assert.deepEqual(
+        Array.from((await w.grad!.data()) as Float32Array),
+        want,
+        `${mode}: the gradient through a finished scope`,
+      );
+      // left: the loss and w.grad (256 bytes): what relu saved is gone, in strict without a collection
+      // (fused eager moves a value still read by nodes left pending aside, for the collector)
+      if (mode === "fused") await settle();
+      assert.equal(live() - before, 4 + 256, `${mode}: backward freed what the scope left for it`);
+    });
+});
+
+test("memory: a training step in one torch.scope keeps gradients, module buffers and optimizer state, and live memory stays flat", async () => {
+  for (const mode of ["strict", "fused"] as const)
+    for (const Opt of ["adam", "sgd"] as const)
+      await torch.withEagerMode(mode, async () => {
+        const make = () => {
+          torch.manualSeed(2);
+          const model = new torch.nn.Sequential(
+            new torch.nn.Linear(6, 16),
+            new torch.nn.BatchNorm1d(16),
+            new torch.nn.ReLU(),
+            new torch.nn.Linear(16, 3),
+          );
+          const opt =
+            Opt === "adam"
+              ? new torch.optim.Adam(model.parameters(), { lr: 0.01 })
+              : new torch.optim.SGD(model.parameters(), { lr: 0.05, momentum: 0.9 });
+          return { model, opt };
+        };
+        torch.manualSeed(3);
+        const xs = [0, 1, 2, 3, 4, 5].map(() => torch.randn(12, 6));
+        const ys = xs.map((x) => x.sum(1).gt(0).long());
+        // zero_grad at the end: the gradients go with the scope that made them
+        const step = (m: ReturnType<typeof make>, i: number, zeroAfter = true) => {
+          const loss = crossEntropy(m.model.forward(xs[i]!), ys[i]!);
+          loss.backward();
+          m.opt.step();
+          if (zeroAfter) m.opt.zeroGrad();
+          torch.sync();
+          return loss;
+        };
+        const plain = make();
+        const want: number[] = [];
+        for (let i = 0; i < xs.length; i++) want.push(await step(plain, i).item());
+        const scoped = make();
+        await settle();
+        const lives: number[] = [];
+        for (let i = 0; i < xs.length; i++) {
+          const loss = torch.scope(() => step(scoped, i));
+          assert.equal(await loss.item(), want[i], `${mode} ${Opt} step ${i}: the same loss in a scope`);
+          loss.dispose(); // the one thing the scope left: the caller frees it
+          // fused eager: an in-place update of optimizer state moves the old value aside for
+          // pending nodes that read it, which only the collector can find unreachable
+          lives.push(mode === "fused" ? await settle() : torch.memory.stats().liveBytes);
+        }
+        // the first step creates the optimizer's state; from the second on, each step frees what it
+        // made (in strict without a collection)
+        assert.equal(lives[xs.length - 1], lives[1], `${mode} ${Opt}: live bytes by step ${lives.join(", ")}`);
+        // a step that leaves its gradients for the caller: the scope keeps the ones parameters hold
+        step(plain, 0, false);
+        torch.scope(() => step(scoped, 0, false));
+        const [pp, sp] = [[...plain.model.parameters()], [...scoped.model.parameters()]];
+        for (let k = 0; k < pp.length; k++) {
+          assert.equal(sp[k]!.grad!.isDisposed, false, "the gradients a scope set stay with their parameters");
+          assert.deepEqual(await sp[k]!.grad!.tolist(), await pp[k]!.grad!.tolist());
+          assert.deepEqual(await sp[k]!.tolist(), await pp[k]!.tolist());
+        }
+        const bn = scoped.model.get(1) as torch.nn.BatchNorm1d;
+        assert.deepEqual(
+          await bn.runningMean!.tolist(),
+          await (plain.model.get(1) as torch.nn.BatchNorm1d).runningMean!.tolist(),
+          "module buffers survive",
+        );
+      });
+});
+
+test("memory: tensors a scope stores on a module (buffers, parameters, plain attributes) outlive it", async () => {
+  const m = new torch.nn.Linear(2, 2) as torch.nn.Linear & { extra?: torch.Tensor };
+  const x = torch.ones([2]);
+  torch.scope(() => {
+    m.registerBuffer("stat", x.mul(3));
+    m.extra = x.add(1).view(1, 2); // a view: its base's storage stays too
+    m.weight = new torch.nn.Parameter(x.mul(5).expand(2, 2).contiguous());
+    x.mul(7); // not stored: freed
+  });
+  assert.deepEqual(await (m as unknown as { stat: torch.Tensor }).stat.tolist(), [3, 3]);
+  assert.deepEqual(await m.extra!.tolist(), [[2, 2]]);
+  assert.deepEqual(await m.weight.tolist(), [
+    [5, 5],
+    [5, 5],
+  ]);
+});
