@@ -165,6 +165,7 @@ function dropRegion(token: number, keep: Set<Storage>): void {
     const s = ref.deref();
     if (s && s.serial <= token) continue;
     pendingSet.delete(ref);
+    if (s) s.listed = false;
     if (s && !keep.has(s)) s.discard();
   }
 }
@@ -198,6 +199,7 @@ export function opRollback(token: unknown): void {
       }
       if (s.serial > token) {
         pendingSet.delete(r);
+        s.listed = false;
         if (!s.pending) continue;
         dropped++;
         if (s.buf) s.release(s.pending); // a half-made value (its kernel did not finish)
@@ -233,7 +235,9 @@ export function flushAll(keep: readonly Storage[] = [], freeIntermediates = true
   const live: Storage[] = [];
   for (const r of pendingSet) {
     const s = r.deref();
-    if (s && s.pending) live.push(s);
+    if (!s) continue;
+    s.listed = false;
+    if (s.pending) live.push(s);
   }
   pendingSet.clear();
   recorded = 0;

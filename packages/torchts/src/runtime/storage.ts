@@ -65,6 +65,8 @@ export class Storage {
    * No tensor refers to it, so once nothing pending reads it the value is unreachable.
    */
   orphan = false;
+  /** In the pending set: new work for the next torch.sync (not a value left recomputable by one). */
+  listed = false;
   /**
    * A collective's result still arriving into this storage (distributed/comm.ts): its buffer is set
    * aside (buf is null) until then. land() blocks until every transfer is written (throwing if one
@@ -142,10 +144,16 @@ export class Storage {
     }
   }
 
-  /** This storage just became pending: list it for flushAll and register it with its inputs. */
-  trackPending(): void {
+  /**
+   * This storage just became pending: register it with its inputs and, when it is new work
+   * (`list`), list it for flushAll.
+   */
+  trackPending(list = true): void {
     const ref = new WeakRef<Storage>(this);
-    pendingSet.add(ref);
+    if (list) {
+      pendingSet.add(ref);
+      this.listed = true;
+    }
     for (const v of this.pending!.inputs) v.storage.addReader(ref);
   }
 
@@ -174,7 +182,9 @@ export class Storage {
     }
     old.pending = this.pending;
     old.persistent = this.persistent; // state moved aside must still be materialized, or recompute chains grow
-    if (old.pending) old.trackPending();
+    // old contents a sync left recomputable are not new work: listing them would make the next
+    // sync compute them (a disposed step's whole forward) though no live node reads them
+    if (old.pending) old.trackPending(this.listed);
     for (const r of live) {
       r.pending!.inputs = r.pending!.inputs.map((v) => (v.storage === this ? { ...v, storage: old } : v));
       old.addReader(new WeakRef(r));

@@ -240,7 +240,7 @@ test("memory: a torch.scope may end before backward: what autograd saved stays f
       const live = () => torch.memory.stats().liveBytes;
       let before = await settle();
       const unscoped = await (async () => {
-        const plain = f();
+        const _plain = f();
         torch.sync();
         return live() - before; // the loss and its intermediates, which wait for the collector
       })();

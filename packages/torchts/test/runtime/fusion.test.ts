@@ -48,7 +48,10 @@ test("fusion: an elementwise chain is one kernel; a softmax is two reductions an
   try {
     const sm = await fusedKernels(() => torch.softmax(x, 1));
     assert.equal(sm.kernels.length, 3, sm.kernels.join(" | "));
-    assert.deepEqual(sm.values, (await torch.withEagerMode("strict", () => torch.softmax(x, 1).flatten().tolist())) as number[]);
+    assert.deepEqual(
+      sm.values,
+      (await torch.withEagerMode("strict", () => torch.softmax(x, 1).flatten().tolist())) as number[],
+    );
   } finally {
     torch.backends.cpu.setCompositeEnabled("softmax", true);
   }
@@ -59,9 +62,23 @@ test("fusion: an elementwise chain is one kernel; a softmax is two reductions an
 test("fusion: views fold into index arithmetic of the kernel that reads them", async () => {
   const { x } = inputs();
   // a transposed, sliced input is read in place: one kernel, no copy
-  const r = await fusedKernels(() => x.t().narrow(0, 2, 3).mul(3).add(x.t().narrow(0, 0, 3)));
+  const r = await fusedKernels(() =>
+    x
+      .t()
+      .narrow(0, 2, 3)
+      .mul(3)
+      .add(x.t().narrow(0, 0, 3)),
+  );
   assert.deepEqual(r.kernels, ["fused_elementwise[mul,add]"]);
-  const want = await torch.withEagerMode("strict", () => x.t().narrow(0, 2, 3).mul(3).add(x.t().narrow(0, 0, 3)).flatten().tolist());
+  const want = await torch.withEagerMode("strict", () =>
+    x
+      .t()
+      .narrow(0, 2, 3)
+      .mul(3)
+      .add(x.t().narrow(0, 0, 3))
+      .flatten()
+      .tolist(),
+  );
   assert.deepEqual(r.values, want);
 });
 
@@ -123,8 +140,14 @@ test("fusion: TORCHTS_LOGS-style logs print the graph and the schedule", async (
   } finally {
     restore();
   }
-  assert.ok(lines.some((l) => l.startsWith("[torchts:graph]") && l.includes("arange")), lines.join("\n"));
-  assert.ok(lines.some((l) => l.startsWith("[torchts:schedule]") && l.includes("fused_reduction[mul,add,sum]")), lines.join("\n"));
+  assert.ok(
+    lines.some((l) => l.startsWith("[torchts:graph]") && l.includes("arange")),
+    lines.join("\n"),
+  );
+  assert.ok(
+    lines.some((l) => l.startsWith("[torchts:schedule]") && l.includes("fused_reduction[mul,add,sum]")),
+    lines.join("\n"),
+  );
   assert.throws(() => setLogs("bogus"), /TORCHTS_LOGS: unknown log 'bogus'/);
 });
 
@@ -134,7 +157,10 @@ test("profiler: per-kernel times and a Chrome trace", async () => {
     await torch.ones(8).mul(2).sum().item();
   });
   prof.stop();
-  const names = prof.keyAverages().map((r) => r.name).sort();
+  const names = prof
+    .keyAverages()
+    .map((r) => r.name)
+    .sort();
   assert.deepEqual(names, ["binary", "full", "reduce"]);
   const trace = JSON.parse(prof.chromeTrace()) as { traceEvents: { ph: string; dur: number }[] };
   assert.equal(trace.traceEvents.length, 3);
@@ -146,7 +172,8 @@ test("fused: a training step's flush keeps what backward saved and the loss, so 
   torch.manualSeed(0);
   const model = new GPT({ vocabSize: 65, blockSize: 32, nLayer: 1, nHead: 2, nEmbd: 32 });
   const opt = model.configureOptimizer({ lr: 3e-4, betas: [0.9, 0.95], weightDecay: 0.1 });
-  const x = torch.randint(0, 65, [2, 32]), y = torch.randint(0, 65, [2, 32]);
+  const x = torch.randint(0, 65, [2, 32]),
+    y = torch.randint(0, 65, [2, 32]);
   for (let i = 0; i < 2; i++) {
     await torch.withEagerMode("fused", async () => {
       const p = torch.profiler.profile();
@@ -168,7 +195,8 @@ test("fused: a training step's flush keeps what backward saved and the loss, so 
 test("fused: values a scope disposed while still pending are freed by the flush that ran their readers", async () => {
   // generate()'s decode shape: each step runs in torch.scope and reads one value after it
   torch.manualSeed(0);
-  const W = torch.randn(64, 64), cache = torch.randn(1, 4, 32, 16);
+  const W = torch.randn(64, 64),
+    cache = torch.randn(1, 4, 32, 16);
   const live: number[] = [];
   await torch.withEagerMode("fused", async () => {
     let x = torch.randn(1, 64);
@@ -188,4 +216,36 @@ test("fused: values a scope disposed while still pending are freed by the flush 
   });
   // the first step may allocate what later ones reuse; after it nothing accumulates
   assert.deepEqual(live.slice(2), live.slice(1, -1), `live bytes per step: ${live.join(", ")}`);
+});
+
+test("fused: a training step in torch.scope runs the kernels an unscoped one does (what the last scope freed is not recomputed)", () => {
+  const counts: number[] = [];
+  for (const scoped of [false, true])
+    torch.withEagerMode("fused", () => {
+      torch.manualSeed(4);
+      const w1 = torch.randn(16, 32).mul(0.2).requiresGrad_();
+      const w2 = torch.randn(32, 4).mul(0.2).requiresGrad_();
+      const x = torch.randn(8, 16);
+      const y = torch.randn(8, 4);
+      const step = () => {
+        const h = torch.nn.functional.gelu(x.matmul(w1).add(1)).mul(0.5);
+        const loss = h.matmul(w2).sub(y).pow(2).mean();
+        loss.backward();
+        torch.noGrad(() => {
+          for (const p of [w1, w2]) {
+            p.sub_(p.grad!.mul(0.1));
+            p.grad = null;
+          }
+        });
+        torch.sync();
+        return loss;
+      };
+      for (let i = 0; i < 3; i++) (scoped ? torch.scope(step) : step()).dispose();
+      const prof = torch.profiler.profile();
+      (scoped ? torch.scope(step) : step()).dispose();
+      prof.stop();
+      counts.push(prof.events.length);
+    });
+  assert.ok(counts[0]! > 0);
+  assert.equal(counts[1], counts[0], `kernels per step: unscoped ${counts[0]}, scoped ${counts[1]}`);
 });
