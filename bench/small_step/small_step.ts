@@ -3,7 +3,8 @@
 // torch.compile of the step, against the same step in PyTorch eager (small_step.py, Debian's
 // python3-torch 1.13 on OpenBLAS, 2 threads; and at 1 thread, as a reference row), in one run. All
 // runners start from the same weights (model.ts writes them for PyTorch) and see the same batches;
-// the torchts modes' losses must be identical. Steps are interleaved in rounds
+// the torchts modes' losses must be identical. Strict and fused also run with each step in torch.scope
+// (rows "strict+scope", "fused+scope"), which frees the step's activations as it ends. Steps are interleaved in rounds
 // (a few steps of each, the order rotating per round) so load from other processes hits every
 // runner alike; the median step time after the warm-up steps is reported.
 //   node --import tsx bench/small_step/small_step.ts [--quick] [--steps N] [--python /usr/bin/python3]
@@ -79,20 +80,27 @@ interface Runner {
   run(i: number, k: number): Promise<void>;
 }
 const data = batches(STEPS).map(batchTensors);
-function tsRunner(mode: "strict" | "fused" | "compiled"): Runner {
+/** `scoped`: the eager step runs in torch.scope, which frees its activations when it ends instead of leaving them to the garbage collector. */
+function tsRunner(mode: "strict" | "fused" | "compiled", scoped = false): Runner {
   const m = makeModel();
   const fn = mode === "compiled" ? torch.compile((x: torch.Tensor, y: torch.Tensor) => step(m, x, y), { name: "small_step" }) : (x: torch.Tensor, y: torch.Tensor) => step(m, x, y);
   const eager = mode === "strict" ? "strict" : "fused";
   const r: Runner = {
-    name: mode, times: [], losses: [],
+    name: scoped ? `${mode}+scope` : mode, times: [], losses: [],
     async run(i, k) {
       for (let j = i; j < i + k; j++) {
         const [x, y] = data[j]!;
         const t0 = performance.now();
         const v = await torch.withEagerMode(eager, async () => {
-          const l = fn(x, y);
-          torch.sync(); // fused: the backward and update run now, charged to this step
-          return await l.item();
+          const run = () => {
+            const l = fn(x, y);
+            torch.sync(); // fused: the backward and update run now, charged to this step
+            return l;
+          };
+          const l = scoped ? torch.scope(run) : run();
+          const loss = await l.item();
+          if (scoped) l.dispose();
+          return loss;
         });
         r.times.push(performance.now() - t0);
         r.losses.push(v);
@@ -113,7 +121,7 @@ function pyRunner(name: string, w: ReturnType<typeof pyWorker>): Runner {
   return r;
 }
 const pt = pyRunner("pytorch", py2), pt1 = pyRunner("pytorch-1t", py1);
-const runners = [tsRunner("strict"), tsRunner("fused"), tsRunner("compiled")];
+const runners = [tsRunner("strict"), tsRunner("fused"), tsRunner("compiled"), tsRunner("strict", true), tsRunner("fused", true)];
 const load0 = loadavg()[0]!;
 const t0 = performance.now();
 for (let done = 0, round = 0; done < STEPS; done += ROUND, round++) {
@@ -144,13 +152,13 @@ const lossNote = `losses across torchts modes ${same ? "identical" : "DIFFER"}` 
 console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${STEPS} steps per runner (${WARM} warm-up), ${ROUND} per turn, ${wallS.toFixed(1)} s`);
 console.log(`load average ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end (${cpus().length} cores)${Math.max(load0, loadavg()[0]!) > 1.5 ? ": other processes shared the cores; PyTorch's OpenMP threads suffer most (a preempted thread stalls the barrier)" : ""}`);
 console.log(`${pyError ? `PyTorch unavailable (${pyError})` : `PyTorch ${hello.torch} eager, ${hello.threads} threads`}; torchts ${torch.backends.cpu.getNumThreads()} threads; FMA peak ${peak ? round(peak.flops / 1e9) : "?"} GFLOP/s (${peak?.threads ?? "?"} threads, wasm SIMD); ${(flopsPerStep / 1e6).toFixed(0)} MFLOP/step (matmuls)`);
-console.log(`runner     median ms   best ms   first ms   / PyTorch   % FMA peak`);
+console.log(`runner         median ms   best ms   first ms   / PyTorch   % FMA peak`);
 for (const r of [...runners, ...peers]) {
   const st = steady(r);
   const med = median(st);
   const ratio = r === pt ? "(peer)" : r === pt1 ? "(ref)" : pyError ? "-" : `${(med / ptMs).toFixed(2)}x`;
   const pct = peak ? `${((100 * flopsPerStep) / (med / 1000) / peak.flops).toFixed(1)}%` : "?";
-  console.log(`${r.name.padEnd(10)} ${med.toFixed(1).padStart(9)} ${Math.min(...st).toFixed(1).padStart(9)} ${r.times[0]!.toFixed(0).padStart(10)} ${ratio.padStart(11)} ${pct.padStart(12)}`);
+  console.log(`${r.name.padEnd(14)} ${med.toFixed(1).padStart(9)} ${Math.min(...st).toFixed(1).padStart(9)} ${r.times[0]!.toFixed(0).padStart(10)} ${ratio.padStart(11)} ${pct.padStart(12)}`);
   emit({
     suite: S, workload: W, variant: r === pt ? `pytorch ${hello.torch} eager` : r === pt1 ? `pytorch ${hello.torch} eager 1 thread` : `torchts ${r.name}`, ms: round(Math.min(...st)), medianMs: round(med),
     gflops: round(flopsPerStep / (med / 1000) / 1e9),

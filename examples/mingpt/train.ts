@@ -63,13 +63,19 @@ console.log(`initial val loss ${startVal.toFixed(4)}`);
 const bar = new Progress(steps, "tok");
 for (let step = 1; step <= steps; step++) {
   const [x, y] = batch(train);
-  const { loss } = model.forward(x, y);
-  opt.zeroGrad();
-  loss!.backward();
-  torch.nn.utils.clipGradNorm_([...model.parameters()], 1.0);
-  opt.step();
-  torch.sync(); // fused mode: run the step's pending work now (like xm.mark_step()); strict: nothing pending
-  await bar.update(step, await loss!.item(), batchSize * blockSize);
+  // the step in torch.scope: its activations are freed when it ends, not when the garbage collector
+  // runs (gradients, parameters and the optimizer's state stay)
+  const loss = torch.scope(() => {
+    const { loss } = model.forward(x, y);
+    opt.zeroGrad();
+    loss!.backward();
+    torch.nn.utils.clipGradNorm_([...model.parameters()], 1.0);
+    opt.step();
+    torch.sync(); // fused mode: run the step's pending work now (like xm.mark_step()); strict: nothing pending
+    return loss!;
+  });
+  await bar.update(step, await loss.item(), batchSize * blockSize);
+  loss.dispose();
 }
 bar.end();
 const endVal = await evalLoss(val);

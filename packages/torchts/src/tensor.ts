@@ -262,6 +262,10 @@ export class Tensor {
   }
 
   // ---- lifetime ----
+  /** Tensors that hold this one's data besides its storage (a DTensor's local shard). */
+  _innerTensors(): readonly Tensor[] {
+    return [];
+  }
   /** Free this tensor's storage now (also frees every view of it). */
   dispose(): void {
     this._storage.dispose();
@@ -358,9 +362,11 @@ export function scope<T>(fn: () => T): T {
  * `t` is stored where it outlives any scope open now (a module's attribute, an optimizer's state):
  * no torch.scope frees its storage; the garbage collector does once nothing holds it.
  */
-export function holdBeyondScopes(t: Tensor): void {
+export function holdBeyondScopes<T extends Tensor>(t: T): T {
   pinned.add(t._storage);
   if (t._base) pinned.add(t._base._storage);
+  for (const inner of t._innerTensors()) holdBeyondScopes(inner);
+  return t;
 }
 
 /**

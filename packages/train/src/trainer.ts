@@ -197,10 +197,14 @@ export async function train(c: JobConfig, o: TrainOptions = {}): Promise<TrainRe
       const t0 = performance.now();
       const batch = await loader.next();
       const dataTime = (performance.now() - t0) / 1000;
-      const [loss, gradNorm] = step(batch.inputs, batch.labels, attentionMask, positionIds);
+      // an eager step runs in torch.scope: its activations and temporaries are freed as it ends
+      // instead of waiting for the garbage collector (gradients, module state and optimizer state stay)
+      const [loss, gradNorm] = compiled ? step(batch.inputs, batch.labels, attentionMask, positionIds) : torch.scope(() => step(batch.inputs, batch.labels, attentionMask, positionIds));
       let lossV = await loss.item();
       let maxLoss = lossV;
       const gn = await gradNorm.item();
+      loss.dispose();
+      gradNorm.dispose();
       const lr = sched.getLastLr()[0]!;
       sched.step();
       const logStep = s % c.metrics.log_freq === 0 || s === t.steps;

@@ -17,7 +17,7 @@ import { itemSize, type DType } from "../ir/dtype.js";
 import { Module, type Parameter } from "../nn/module.js";
 import { tensor, zeros } from "../ops/creation.js";
 import { cat } from "../ops/shape_ops.js";
-import { Tensor } from "../tensor.js";
+import { holdBeyondScopes, Tensor } from "../tensor.js";
 import { describe } from "./args.js";
 import { allReduce, broadcast } from "./collectives.js";
 import { computeBucketAssignmentBySize } from "./ddp_buckets.js";
@@ -197,7 +197,8 @@ class Reducer {
   }
 
   private bufferOf(b: Bucket): Tensor {
-    return (b.buffer ??= zeros([b.numel], { dtype: b.dtype }));
+    // made in the first backward and kept for every later one: no torch.scope around a step frees it
+    return (b.buffer ??= holdBeyondScopes(zeros([b.numel], { dtype: b.dtype })));
   }
 
   private markReady(i: number, used: boolean): void {

@@ -44,6 +44,7 @@ const typeName = (v: unknown): string =>
 function setData(t: Tensor, src: Tensor): void {
   moduleStructure.version++; // dtype/device/shape of a parameter may change (compile guards re-read them)
   const w = t as unknown as { _storage: unknown; _strides: number[]; _offset: number; dtype: DType; shape: number[] };
+  holdBeyondScopes(src); // the parameter's new data: it lives as long as the parameter
   w._storage = src._storage;
   w._strides = [...src._strides];
   w._offset = src._offset;

@@ -15,7 +15,7 @@ import { hostArrayCtor, type DType, type HostArray } from "../../ir/dtype.js";
 import { Parameter, type Module } from "../../nn/module.js";
 import { empty, tensor, zeros } from "../../ops/creation.js";
 import { trackFree } from "../../runtime/memory.js";
-import type { Tensor } from "../../tensor.js";
+import { holdBeyondScopes, type Tensor } from "../../tensor.js";
 import { allGatherIntoTensor, reduceScatterTensor } from "../collectives.js";
 import type { DeviceMesh } from "../device_mesh.js";
 import { DistError } from "../errors.js";
@@ -107,7 +107,7 @@ export class ParamGroup {
     const out = empty([this.n * this.flatNumel], { dtype });
     allGatherIntoTensor(out, input, { group: this.group });
     this.stats.allGathers++;
-    this.gather = out;
+    this.gather = holdBeyondScopes(out); // a prefetch may land in the next step's scope
   }
 
   /** The full parameters, in place in the module (waits for the all-gather). */

@@ -158,6 +158,10 @@ function withDTensorMembers<B extends TensorCtor>(Base: B) {
   abstract class DTensorMembers extends Base implements DTensorLike {
     declare _local: Tensor;
     declare _spec: DTensorSpec;
+    /** What holdBeyondScopes holds with the DTensor: its local shard has the data. */
+    override _innerTensors(): readonly Tensor[] {
+      return [this._local];
+    }
     get placements(): readonly Placement[] {
       return this._spec.placements;
     }
