@@ -56,13 +56,18 @@ console.log(`initial test accuracy ${(100 * acc0).toFixed(1)}%`);
 const bar = new Progress(steps, "img", start + 1);
 const run = { bar, losses, every: ckptEvery, path: ckpt, model, opt };
 for (let step = start + 1; step <= steps; step++) {
-  const idx = torch.randint(0, nTrain, [batchSize]);
-  const x = norm(train.x.index(idx)).to(device);
-  const y = train.y.index(idx).to(device);
-  const loss = torch.nn.functional.crossEntropy(model.forward(x), y);
-  opt.zeroGrad();
-  loss.backward();
-  opt.step();
+  // the step in torch.scope: its activations are freed as it ends (parameters, BatchNorm's running
+  // statistics and the optimizer's state stay)
+  const loss = torch.scope(() => {
+    const idx = torch.randint(0, nTrain, [batchSize]);
+    const x = norm(train.x.index(idx)).to(device);
+    const y = train.y.index(idx).to(device);
+    const loss = torch.nn.functional.crossEntropy(model.forward(x), y);
+    opt.zeroGrad();
+    loss.backward();
+    opt.step();
+    return loss;
+  });
   await recordStep(step, loss, batchSize, run);
 }
 bar.end();

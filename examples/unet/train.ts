@@ -53,13 +53,17 @@ console.log(`DDPM UNet: ${nParams.toLocaleString()} parameters, T=${diffusion.T}
 const bar = new Progress(steps, "img", start + 1);
 const run = { bar, losses, every: ckptEvery, path: ckpt, model, opt };
 for (let step = start + 1; step <= steps; step++) {
-  const x0 = data.index(torch.randint(0, nData, [batchSize])).to(device);
-  const t = torch.randint(0, diffusion.T, [batchSize]).to(device);
-  const { xt, eps } = diffusion.noise(x0, t);
-  const loss = torch.nn.functional.mseLoss(model.forward(xt, t), eps);
-  opt.zeroGrad();
-  loss.backward();
-  opt.step();
+  // the step in torch.scope: its activations are freed as it ends (parameters and optimizer state stay)
+  const loss = torch.scope(() => {
+    const x0 = data.index(torch.randint(0, nData, [batchSize])).to(device);
+    const t = torch.randint(0, diffusion.T, [batchSize]).to(device);
+    const { xt, eps } = diffusion.noise(x0, t);
+    const loss = torch.nn.functional.mseLoss(model.forward(xt, t), eps);
+    opt.zeroGrad();
+    loss.backward();
+    opt.step();
+    return loss;
+  });
   await recordStep(step, loss, batchSize, run);
 }
 bar.end();
