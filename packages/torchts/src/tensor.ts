@@ -319,6 +319,7 @@ export function compositeScope<T>(fn: () => T): T {
  * a step's) free each result once the outer scope ends.
  */
 export function scope<T>(fn: () => T): T {
+  if (typeof fn !== "function") throw new TypeError(`scope(): argument 'fn' must be a function, got ${fn === null ? "null" : typeof fn}`);
   const mine: Tensor[] = [];
   const grads: Tensor[] = [];
   const born = Storage.created;

@@ -136,3 +136,24 @@ test("errors: reading or using a disposed tensor", async () => {
   assert.equal(String(x), "tensor(<disposed>)");
   x.dispose(); // idempotent
 });
+
+test("errors: torch.scope takes a function; one that throws leaves the scopes as they were", async () => {
+  for (const bad of [5, null, undefined, "x", {}]) assert.throws(() => torch.scope(bad as never), /^TypeError: scope\(\): argument 'fn' must be a function, got /);
+  const x = torch.ones(3);
+  assert.throws(
+    () =>
+      torch.scope(() => {
+        x.mul(2);
+        throw new Error("boom");
+      }),
+    /boom/,
+  );
+  // the next scope is an outermost one again: its result survives, its temporaries go
+  let tmp: torch.Tensor | null = null;
+  const r = torch.scope(() => {
+    tmp = x.mul(3);
+    return x.add(1);
+  });
+  assert.equal(tmp!.isDisposed, true);
+  assert.deepEqual(await r.tolist(), [2, 2, 2]);
+});
