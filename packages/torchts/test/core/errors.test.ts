@@ -138,7 +138,8 @@ test("errors: reading or using a disposed tensor", async () => {
 });
 
 test("errors: torch.scope takes a function; one that throws leaves the scopes as they were", async () => {
-  for (const bad of [5, null, undefined, "x", {}]) assert.throws(() => torch.scope(bad as never), /^TypeError: scope\(\): argument 'fn' must be a function, got /);
+  for (const bad of [5, null, undefined, "x", {}])
+    assert.throws(() => torch.scope(bad as never), /^TypeError: scope\(\): argument 'fn' must be a function, got /);
   const x = torch.ones(3);
   assert.throws(
     () =>
