@@ -48,10 +48,7 @@ test("fusion: an elementwise chain is one kernel; a softmax is two reductions an
   try {
     const sm = await fusedKernels(() => torch.softmax(x, 1));
     assert.equal(sm.kernels.length, 3, sm.kernels.join(" | "));
-    assert.deepEqual(
-      sm.values,
-      (await torch.withEagerMode("strict", () => torch.softmax(x, 1).flatten().tolist())) as number[],
-    );
+    assert.deepEqual(sm.values, (await torch.withEagerMode("strict", () => torch.softmax(x, 1).flatten().tolist())) as number[]);
   } finally {
     torch.backends.cpu.setCompositeEnabled("softmax", true);
   }
@@ -62,23 +59,9 @@ test("fusion: an elementwise chain is one kernel; a softmax is two reductions an
 test("fusion: views fold into index arithmetic of the kernel that reads them", async () => {
   const { x } = inputs();
   // a transposed, sliced input is read in place: one kernel, no copy
-  const r = await fusedKernels(() =>
-    x
-      .t()
-      .narrow(0, 2, 3)
-      .mul(3)
-      .add(x.t().narrow(0, 0, 3)),
-  );
+  const r = await fusedKernels(() => x.t().narrow(0, 2, 3).mul(3).add(x.t().narrow(0, 0, 3)));
   assert.deepEqual(r.kernels, ["fused_elementwise[mul,add]"]);
-  const want = await torch.withEagerMode("strict", () =>
-    x
-      .t()
-      .narrow(0, 2, 3)
-      .mul(3)
-      .add(x.t().narrow(0, 0, 3))
-      .flatten()
-      .tolist(),
-  );
+  const want = await torch.withEagerMode("strict", () => x.t().narrow(0, 2, 3).mul(3).add(x.t().narrow(0, 0, 3)).flatten().tolist());
   assert.deepEqual(r.values, want);
 });
 
@@ -140,14 +123,8 @@ test("fusion: TORCHTS_LOGS-style logs print the graph and the schedule", async (
   } finally {
     restore();
   }
-  assert.ok(
-    lines.some((l) => l.startsWith("[torchts:graph]") && l.includes("arange")),
-    lines.join("\n"),
-  );
-  assert.ok(
-    lines.some((l) => l.startsWith("[torchts:schedule]") && l.includes("fused_reduction[mul,add,sum]")),
-    lines.join("\n"),
-  );
+  assert.ok(lines.some((l) => l.startsWith("[torchts:graph]") && l.includes("arange")), lines.join("\n"));
+  assert.ok(lines.some((l) => l.startsWith("[torchts:schedule]") && l.includes("fused_reduction[mul,add,sum]")), lines.join("\n"));
   assert.throws(() => setLogs("bogus"), /TORCHTS_LOGS: unknown log 'bogus'/);
 });
 
@@ -157,10 +134,7 @@ test("profiler: per-kernel times and a Chrome trace", async () => {
     await torch.ones(8).mul(2).sum().item();
   });
   prof.stop();
-  const names = prof
-    .keyAverages()
-    .map((r) => r.name)
-    .sort();
+  const names = prof.keyAverages().map((r) => r.name).sort();
   assert.deepEqual(names, ["binary", "full", "reduce"]);
   const trace = JSON.parse(prof.chromeTrace()) as { traceEvents: { ph: string; dur: number }[] };
   assert.equal(trace.traceEvents.length, 3);
@@ -172,8 +146,7 @@ test("fused: a training step's flush keeps what backward saved and the loss, so 
   torch.manualSeed(0);
   const model = new GPT({ vocabSize: 65, blockSize: 32, nLayer: 1, nHead: 2, nEmbd: 32 });
   const opt = model.configureOptimizer({ lr: 3e-4, betas: [0.9, 0.95], weightDecay: 0.1 });
-  const x = torch.randint(0, 65, [2, 32]),
-    y = torch.randint(0, 65, [2, 32]);
+  const x = torch.randint(0, 65, [2, 32]), y = torch.randint(0, 65, [2, 32]);
   for (let i = 0; i < 2; i++) {
     await torch.withEagerMode("fused", async () => {
       const p = torch.profiler.profile();
@@ -195,8 +168,7 @@ test("fused: a training step's flush keeps what backward saved and the loss, so 
 test("fused: values a scope disposed while still pending are freed by the flush that ran their readers", async () => {
   // generate()'s decode shape: each step runs in torch.scope and reads one value after it
   torch.manualSeed(0);
-  const W = torch.randn(64, 64),
-    cache = torch.randn(1, 4, 32, 16);
+  const W = torch.randn(64, 64), cache = torch.randn(1, 4, 32, 16);
   const live: number[] = [];
   await torch.withEagerMode("fused", async () => {
     let x = torch.randn(1, 64);
