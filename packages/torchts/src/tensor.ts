@@ -416,9 +416,7 @@ export function unscoped(fn: () => Tensor): Tensor {
   liveScope = [];
   gradScope = [];
   try {
-    const t = fn();
-    pinned.add(t._storage);
-    return t;
+    return holdBeyondScopes(fn());
   } finally {
     [liveScope, gradScope] = [outer, outerGrads];
   }
