@@ -4,9 +4,14 @@
 export const QUICK = process.argv.includes("--quick");
 
 /** The number after a command-line flag (`--threads 2`), or null when the flag is absent. */
+/** `--name N`: a count (a non-negative integer), null when absent; anything else is an error naming the flag. */
 export function numberArg(name: string): number | null {
   const i = process.argv.indexOf(name);
-  return i > 0 ? Number(process.argv[i + 1]) : null;
+  if (i <= 0) return null;
+  const raw = process.argv[i + 1];
+  const v = raw === undefined || raw.trim() === "" ? NaN : Number(raw);
+  if (!Number.isSafeInteger(v) || v < 0) throw new Error(`${name} must be a non-negative integer, got '${raw ?? ""}'`);
+  return v;
 }
 
 export interface Row {

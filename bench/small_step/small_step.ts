@@ -20,6 +20,7 @@ import { CFG, batchTensors, batches, makeModel, step, writeData } from "./model.
 
 const STEPS = numberArg("--steps") ?? (QUICK ? 12 : 48); // per runner, warm-up included
 const WARM = QUICK ? 4 : 6; // compile replays from its fourth call; fused's plan cache fills in the first
+if (STEPS <= WARM) throw new Error(`small_step: --steps must be more than the ${WARM} warm-up steps, got ${STEPS}`);
 const ROUND = 3; // steps of one runner before switching to the next
 const python = process.argv.includes("--python") ? process.argv[process.argv.indexOf("--python") + 1]! : "/usr/bin/python3";
 const here = new URL(".", import.meta.url).pathname;
