@@ -153,6 +153,10 @@ const lossNote = `losses across torchts modes ${same ? "identical" : "DIFFER"}` 
 console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${STEPS} steps per runner (${WARM} warm-up), ${ROUND} per turn, ${wallS.toFixed(1)} s`);
 console.log(`load average ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end (${cpus().length} cores)${Math.max(load0, loadavg()[0]!) > 1.5 ? ": other processes shared the cores; PyTorch's OpenMP threads suffer most (a preempted thread stalls the barrier)" : ""}`);
 console.log(`${pyError ? `PyTorch unavailable (${pyError})` : `PyTorch ${hello.torch} eager, ${hello.threads} threads`}; torchts ${torch.backends.cpu.getNumThreads()} threads; FMA peak ${peak ? round(peak.flops / 1e9) : "?"} GFLOP/s (${peak?.threads ?? "?"} threads, wasm SIMD); ${(flopsPerStep / 1e6).toFixed(0)} MFLOP/step (matmuls)`);
+{
+  const i = torch.backends.cpu.info();
+  console.log(`torchts float32 GEMM: ${i.blas ? `${i.blas} (OpenBLAS, the pool's threads)` : `wasm SIMD (${i.blasReason})`}; PyTorch's: its OpenBLAS${process.env.OPENBLAS_CORETYPE ? `, OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE} for both` : ""}`);
+}
 console.log(`runner         median ms   best ms   first ms   / PyTorch   % FMA peak`);
 for (const r of [...runners, ...peers]) {
   const st = steady(r);

@@ -1,13 +1,20 @@
 // torch.backends: which cpu kernels run (wasm SIMD on worker threads, or the plain-JS fallback).
-// TORCHTS_CPU_BACKEND=js|wasm|auto selects at startup; TORCHTS_NUM_THREADS sets the thread count.
+// TORCHTS_CPU_BACKEND=js|wasm|auto selects at startup; TORCHTS_NUM_THREADS sets the thread count;
+// TORCHTS_CPU_BLAS=auto|openblas|off picks OpenBLAS or the wasm GEMM for float32 products on Node.
 import { setCompositeEnabled } from "./device/cpu/composites.js";
 import { cpuInfo, getNumThreads, setCpuBackend, setNumThreads, type CpuInfo } from "./device/cpu/wasm/index.js";
+import { setCpuBlas } from "./device/cpu/native/blas.js";
 
 export const cpu = {
   /** What the cpu device runs on: backend, SIMD/relaxed SIMD, threads, and why JS when it is. */
   info: (): CpuInfo => cpuInfo(),
   /** Kernels compiled after this call use the given backend (already-cached kernels keep theirs). */
   setBackend: (b: "js" | "wasm" | "auto"): void => setCpuBackend(b),
+  /**
+   * Who runs float32 products on Node: OpenBLAS through the native bridge ("auto" when it loads,
+   * "openblas" to require it) or the wasm GEMM ("off"). TORCHTS_CPU_BLAS selects at startup.
+   */
+  setBlas: (b: "auto" | "openblas" | "off"): void => setCpuBlas(b),
   setNumThreads,
   getNumThreads,
   /** Switch the cpu's own kernels for a composite (softmax, attention, ...) off to run its decomposition. */

@@ -6,6 +6,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as torch from "../../../src/index.js";
 import { arenaF32, cpuInfo, matmulF32, setNumThreads, unaryF32 } from "../../../src/device/cpu/wasm/index.js";
+import { setCpuBlas } from "../../../src/device/cpu/native/blas.js";
+
+// These check the wasm GEMM itself (its sums do not depend on threads or on how a batch is cut);
+// OpenBLAS, which has neither property, is checked in blas.test.ts.
+setCpuBlas("off");
 
 const on = process.env.TORCHTS_CPU_BACKEND !== "js";
 

@@ -6,6 +6,11 @@ import * as torch from "../../../src/index.js";
 import {
   affineTanhF32, arenaF32, cpuInfo, matmulF32, setNumThreads, softmaxRowsF32, sumRowsF32, unaryF32,
 } from "../../../src/device/cpu/wasm/index.js";
+import { setCpuBlas } from "../../../src/device/cpu/native/blas.js";
+
+// These check the wasm GEMM itself (its sums do not depend on threads or on how a batch is cut);
+// OpenBLAS, which has neither property, is checked in blas.test.ts.
+setCpuBlas("off");
 
 // Every supported runtime has wasm SIMD: these skip only when the plain-JS kernels are forced,
 // so a wasm runtime that fails to start fails them instead of skipping them silently.

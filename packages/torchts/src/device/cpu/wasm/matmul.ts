@@ -6,6 +6,7 @@ import { GEMM, GEMM_FN, P } from "./gemm.js";
 import { inArena } from "./ops.js";
 import { wasmRuntime, type WasmRuntime } from "./runtime.js";
 import { GEMV_MAX_M, gemvF32 } from "./gemv.js";
+import { blasBridge, blasLayout, blasShares, blasStats, GEMM_PARAM as GP, overlapping, type Bridge } from "../native/blas.js";
 
 type F32 = { [i: number]: number; length: number };
 
@@ -25,6 +26,7 @@ export function matmulF32(
   const rt = wasmRuntime();
   if (!rt) return false;
   if (M === 0 || N === 0) return true;
+  if (blasMatmul(rt, M, K, N, A, [ao], sam, sak, B, [bo], sbk, sbn, out, oo)) return true;
   if (K === 0) {
     for (let i = 0; i < M * N; i++) out[oo + i] = 0;
     return true;
@@ -144,6 +146,7 @@ export function matmulBatchedF32(
   const rt = wasmRuntime();
   // skinny products stream B in place (gemv) rather than pack it
   if (!rt || nb < 2 || M <= GEMV_MAX_M || K === 0 || N === 0 || 2 * M * N * K > BATCH_MAX_FLOPS) return false;
+  if (blasMatmul(rt, M, K, N, A, aOffs, sam, sak, B, bOffs, sbk, sbn, out, oo)) return true;
   if (!inArena(rt, A) || !inArena(rt, B) || !inArena(rt, out) || overlaps(out as Float32Array, A) || overlaps(out as Float32Array, B)) return false;
   const aDirect = sak === 1;
   const sizes = blockSizes(M, K, N, aDirect);
@@ -168,6 +171,67 @@ export function matmulBatchedF32(
     rt.pool.run(GEMM_FN.batch, nb, [base, stride], 1, Math.ceil(MIN_FLOPS_PER_THREAD / (2 * M * N * K)));
   } finally {
     release();
+  }
+  return true;
+}
+
+let slab: { rt: WasmRuntime; fn: number } | null = null;
+
+/** The pool function that runs shares of products through the bridge (registered once per runtime). */
+function slabFn(rt: WasmRuntime, b: Bridge): number {
+  if (slab?.rt !== rt) {
+    const memory = rt.memory;
+    const fn = rt.pool.addNative(b.path, "gemmSlab", (lo, hi, pb) => b.gemmSlab(new Float32Array(memory.buffer), lo!, hi!, pb!));
+    slab = { rt, fn };
+  }
+  return slab.fn;
+}
+
+/**
+ * The products of matmulBatchedF32's contract through OpenBLAS, each cut into the shares
+ * blasShares gives its shape: in the shared memory the shares of all products are one pool job,
+ * elsewhere one call each on this thread (same shares, same sums). False (nothing written) when
+ * the bridge is off or cannot express the strides, or the output overlaps an operand.
+ */
+function blasMatmul(
+  rt: WasmRuntime, M: number, K: number, N: number,
+  A: F32, aOffs: ArrayLike<number>, sam: number, sak: number,
+  B: F32, bOffs: ArrayLike<number>, sbk: number, sbn: number,
+  out: F32, oo: number,
+): boolean {
+  const b = blasBridge();
+  if (!b || K === 0 || M * N === 0) return false;
+  if (!(A instanceof Float32Array && B instanceof Float32Array && out instanceof Float32Array)) return false;
+  const l = blasLayout(M, K, N, sam, sak, sbk, sbn);
+  if (!l || overlapping(out, A) || overlapping(out, B)) return false;
+  const [ta, lda, tb, ldb] = l;
+  const nb = aOffs.length;
+  const { byCols, share, shares } = blasShares(M, N);
+  blasStats.calls += nb;
+  if (!(inArena(rt, A) && inArena(rt, B) && inArena(rt, out))) {
+    for (let i = 0; i < nb; i++)
+      for (let r0 = 0; r0 < (byCols ? N : M); r0 += share) {
+        const n = Math.min(share, (byCols ? N : M) - r0);
+        const ao = aOffs[i]! + (byCols ? 0 : ta ? r0 : r0 * lda), bo = bOffs[i]! + (byCols ? (tb ? r0 * ldb : r0) : 0);
+        const co = oo + i * M * N + (byCols ? r0 : r0 * N);
+        b.sgemm(ta, tb, byCols ? M : n, byCols ? n : N, K, A, ao, lda, B, bo, ldb, 0, out, co, N);
+      }
+    return true;
+  }
+  const words = GP.offs + 2 * nb;
+  const pb = rt.arena.alloc(words * 4);
+  try {
+    const p = rt.view(Int32Array, pb, words);
+    const a0 = A.byteOffset / 4, b0 = B.byteOffset / 4;
+    p.set([ta, tb, M, N, K, lda, ldb, N, byCols ? 1 : 0, share, nb, out.byteOffset / 4 + oo, M * N]);
+    for (let i = 0; i < nb; i++) {
+      p[GP.offs + 2 * i] = a0 + aOffs[i]!;
+      p[GP.offs + 2 * i + 1] = b0 + bOffs[i]!;
+    }
+    const perShare = (2 * M * N * K) / shares;
+    rt.pool.run(slabFn(rt, b), nb * shares, [pb], 1, Math.ceil(MIN_FLOPS_PER_THREAD / perShare));
+  } finally {
+    rt.arena.release(pb);
   }
   return true;
 }

@@ -7,7 +7,7 @@
 // can never claim a chunk of a newer job with the older job's parameters.
 
 export const CTL_BYTES = 1024;
-const GEN = 0, COMPLETED = 1, FN = 2, NCH = 3, READY = 4, UNITS = 5, ALIGN = 6, TOTAL = 7;
+const GEN = 0, COMPLETED = 1, FN = 2, NCH = 3, READY = 4, UNITS = 5, ALIGN = 6, TOTAL = 7, PARK = 8;
 const CLAIM_BYTE = 64, ARGS_BYTE = 512, MAX_ARGS = 16;
 export const MAX_THREADS = 64;
 const CHUNKS_PER_THREAD = 4;
@@ -40,6 +40,12 @@ const inst = new WebAssembly.Instance(module, { env: { memory } });
 const fns = names.map((n) => inst.exports[n]);
 // modules added after start-up (run-time generated kernels): functions from index base on
 function addModule(m) {
+  if (m.native) {
+    // a native addon's function over the whole memory (the OpenBLAS bridge's gemmSlab)
+    const f = require(m.native)[m.names[0]];
+    fns[m.base] = (lo, hi, a0) => f(new Float32Array(memory.buffer), lo, hi, a0);
+    return;
+  }
   const x = new WebAssembly.Instance(m.module, { env: { memory } });
   m.names.forEach((n, i) => (fns[m.base + i] = x.exports[n]));
 }
@@ -61,7 +67,8 @@ Atomics.add(ctl, ${READY}, 1);
 for (;;) {
   // spin briefly before sleeping: kernels often come back to back (a decode step's GEMVs, an
   // optimizer's per-parameter kernels), and waking from Atomics.wait costs tens of microseconds
-  for (let s = 0; s < ${SPIN} && Atomics.load(ctl, ${GEN}) === gen; s++);
+  // (unless parked: the caller hands the cores to other threads, OpenBLAS', until its next job)
+  for (let s = 0; s < ${SPIN} && Atomics.load(ctl, ${GEN}) === gen && Atomics.load(ctl, ${PARK}) === 0; s++);
   if (Atomics.load(ctl, ${GEN}) === gen) Atomics.wait(ctl, ${GEN}, gen);
   gen = Atomics.load(ctl, ${GEN});
   drain(ctl, claim, args, fns, gen, load);
@@ -72,7 +79,8 @@ type WasmFn = (...a: number[]) => void;
 type Drain = (ctl: Int32Array, claim: BigInt64Array, args: Float64Array, fns: WasmFn[], gen: number, load: (i: number) => WasmFn) => void;
 type Spawned = { terminate(): unknown; unref?(): void; postMessage?(m: unknown): void };
 interface Extra {
-  module: object;
+  module?: object;
+  native?: string; // path of a native addon, `names[0]` its function
   names: string[];
   base: number;
 }
@@ -129,6 +137,19 @@ export class Pool {
   }
 
   /**
+   * Adds a native addon's function `name(memF32, lo, hi, a0)` as a pool function: `fn` is the
+   * calling thread's binding, workers require the addon at `path` themselves. Returns its index.
+   */
+  addNative(path: string, name: string, fn: WasmFn): number {
+    const base = this.fns.length;
+    this.fns.push(fn);
+    const m: Extra = { native: path, names: [name], base };
+    this.extra.push(m);
+    for (const w of this.workers) w.postMessage?.(m);
+    return base;
+  }
+
+  /**
    * Runs fns[fn](lo, hi, ...args) over [0, total) in `align`-sized units across the threads;
    * jobs under `minPerThread` units per thread stay on the calling thread.
    */
@@ -150,6 +171,7 @@ export class Pool {
     ctl[ALIGN] = align;
     ctl[TOTAL] = total;
     Atomics.store(ctl, COMPLETED, 0);
+    Atomics.store(ctl, PARK, 0);
     const gen = (ctl[GEN]! + 1) | 0;
     Atomics.store(this.claim, 0, BigInt(gen) << 32n);
     Atomics.store(ctl, GEN, gen);
@@ -166,6 +188,15 @@ export class Pool {
         }
       }
     }
+  }
+
+  /**
+   * Idle workers stop polling for the next job and sleep until it comes: called before work on
+   * threads the pool does not own (OpenBLAS'), which would otherwise share the cores with
+   * workers spinning for up to ~0.1 ms.
+   */
+  park(): void {
+    Atomics.store(this.ctl, PARK, 1);
   }
 
   close(): void {

@@ -14,6 +14,7 @@ import { qdotFns } from "./qdot.js";
 import { CTL_BYTES, MAX_THREADS, Pool } from "./pool.js";
 import { detect, type Features } from "./features.js";
 import { collectNow } from "../../../runtime/memory.js";
+import { blasInfo } from "../native/blas.js";
 
 export interface WasmRuntime {
   memory: GrowableMemory; // the shared WebAssembly.Memory
@@ -124,6 +125,10 @@ export interface CpuInfo {
   cores: number;
   reason: string;
   arenaBytes: number;
+  /** OpenBLAS' build string when it runs float32 products (Node, native bridge built), else "". */
+  blas: string;
+  /** Why the wasm GEMM runs float32 products instead ("" when OpenBLAS does). */
+  blasReason: string;
 }
 
 export function cpuInfo(): CpuInfo {
@@ -138,6 +143,7 @@ export function cpuInfo(): CpuInfo {
     cores: f.cores,
     reason: r ? "" : reason,
     arenaBytes: r?.arena.reservedBytes ?? 0,
+    ...(r ? blasInfo() : { blas: "", blasReason: "the wasm backend is off" }),
   };
 }
 

@@ -1,0 +1,43 @@
+#!/usr/bin/env node
+// Builds the optional native BLAS bridge (native/blas.c -> build/native/torchts_blas.node) with
+// the system C compiler against the headers of the running Node. Runs at install; a machine
+// without a compiler or headers just keeps the wasm GEMM (the reason is printed, the install
+// goes on). `--require` makes a failure an error (CI, where the bridge is tested).
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, renameSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const require_ = process.argv.includes("--require");
+const headers = [join(dirname(process.execPath), "..", "include", "node"), "/usr/include/node", "/usr/local/include/node"].find((d) =>
+  existsSync(join(d, "node_api.h")),
+);
+const cc = process.env.CC || "cc";
+const out = join(root, "build", "native", "torchts_blas.node");
+
+function fail(why) {
+  const msg = `torchts: native BLAS bridge not built (${why}); float32 products use the wasm GEMM`;
+  if (require_) {
+    console.error(msg);
+    process.exit(1);
+  }
+  console.warn(msg);
+  process.exit(0);
+}
+
+if (process.platform === "win32") fail("Windows is not supported by the bridge yet");
+if (!headers) fail("Node's headers (node_api.h) were not found");
+mkdirSync(dirname(out), { recursive: true });
+const tmp = `${out}.${process.pid}.tmp`;
+try {
+  execFileSync(
+    cc,
+    ["-O2", "-shared", "-fPIC", "-DNODE_GYP_MODULE_NAME=torchts_blas", `-I${headers}`, join(root, "native", "blas.c"), "-o", tmp, "-ldl"],
+    { stdio: ["ignore", "inherit", "inherit"] },
+  );
+} catch (e) {
+  fail(`${cc} failed: ${e.message.split("\n")[0]}`);
+}
+renameSync(tmp, out); // a half-written addon is never loaded
+console.log(`torchts: built ${out}`);
