@@ -97,9 +97,20 @@ test("blas off: info says why, and the wasm GEMM gives the same sums", { skip: !
   }
 });
 
-test("torch.backends.cpu.setBlas validates its argument and keeps the previous choice", () => {
+test("torch.backends.cpu.setBlas validates its argument and keeps the previous choice", { skip: !wasm }, () => {
+  setCpuBlas("auto");
+  const before = cpuInfo().blas;
   assert.throws(() => torch.backends.cpu.setBlas("mkl" as "off"), /setCpuBlas: expected auto, openblas or off, got mkl/);
-  if (wasm) assert.equal(cpuInfo().blasReason === "TORCHTS_CPU_BLAS=off", false);
+  assert.equal(cpuInfo().blas, before);
+  if (loaded()) {
+    torch.backends.cpu.setBlas("openblas"); // required and there: no error
+    assert.equal(cpuInfo().blas, before);
+  } else {
+    // required where it cannot load: fails, and the previous choice stays
+    assert.throws(() => torch.backends.cpu.setBlas("openblas"), /TORCHTS_CPU_BLAS=openblas: /);
+    assert.equal(cpuInfo().blas, before);
+  }
+  setCpuBlas("auto");
 });
 
 test("matmulBatchedF32 through the bridge: per-head products land at their batch offsets", { skip: !wasm }, () => {

@@ -97,10 +97,17 @@ export function blasBridge(): Bridge | null {
 /** Selects the GEMM for products run from now on (tests; the env var is the usual way). */
 export function setCpuBlas(m: Mode): void {
   if (m !== "auto" && m !== "openblas" && m !== "off") throw new Error(`setCpuBlas: expected auto, openblas or off, got ${String(m)}`);
+  const before = { mode, bridge, reason };
   mode = m;
   bridge = undefined;
   reason = "";
-  if (m === "openblas") blasBridge(); // required: fail here, not at the first product
+  if (m !== "openblas") return;
+  try {
+    blasBridge(); // required: fail here, not at the first product
+  } catch (e) {
+    ({ mode, bridge, reason } = before); // a failed switch leaves the previous choice in force
+    throw e;
+  }
 }
 
 /** What runs float32 products: OpenBLAS' build string, or "" with the reason it is not used. */
