@@ -3,34 +3,22 @@
 // against PyTorch in every op that reaches it (matmul, linear, bmm, conv, attention, ...).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { childCpuInfo, childEnv, runGoldenChild } from "./child_run.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
-// Without NODE_TEST_CONTEXT the child runs as its own test run instead of reporting to ours.
-const childEnv: NodeJS.ProcessEnv = { ...process.env, TORCHTS_CPU_BLAS: "off" };
-delete childEnv.NODE_TEST_CONTEXT;
+const env = childEnv({ TORCHTS_CPU_BLAS: "off" });
+const skip = process.env.TORCHTS_CPU_BACKEND === "js";
 
-test("golden suite passes on the wasm GEMM, OpenBLAS off (strict and fused)", { skip: process.env.TORCHTS_CPU_BACKEND === "js" }, () => {
-  const r = spawnSync(
-    process.execPath,
-    ["--expose-gc", "--import", "tsx", "--test", "--test-reporter=tap", "--test-name-pattern=^(strict|fused) ", "test/golden/ops.test.ts"],
-    { cwd: root, env: childEnv, encoding: "utf8", maxBuffer: 1 << 26 },
-  );
-  const out = r.stdout + r.stderr;
-  const pass = Number(/# pass (\d+)/.exec(out)?.[1] ?? 0);
-  const fail = Number(/# fail (\d+)/.exec(out)?.[1] ?? -1);
-  assert.equal(fail, 0, out.split("\n").filter((l) => l.startsWith("not ok")).join("\n") || out.slice(-2000));
-  assert.ok(pass > 400, `expected the strict and fused golden cases to run, got ${pass} passing`);
+test("golden suite passes on the wasm GEMM, OpenBLAS off (strict and fused)", { skip }, () => {
+  const r = runGoldenChild(env, "^(strict|fused) ");
+  assert.equal(r.fail, 0, r.failures);
+  assert.ok(r.pass > 400, `expected the strict and fused golden cases to run, got ${r.pass} passing`);
   assert.equal(r.status, 0);
 });
 
-test("torch.backends.cpu.info() says why OpenBLAS is off", { skip: process.env.TORCHTS_CPU_BACKEND === "js" }, () => {
-  const code = `import * as torch from "./src/index.ts"; console.log(JSON.stringify(torch.backends.cpu.info()));`;
-  const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { cwd: root, env: childEnv, encoding: "utf8" });
-  assert.equal(r.status, 0, r.stderr);
-  const info = JSON.parse(r.stdout.trim().split("\n").pop()!);
-  assert.equal(info.backend, "wasm");
-  assert.equal(info.blas, "");
-  assert.equal(info.blasReason, "TORCHTS_CPU_BLAS=off");
+test("torch.backends.cpu.info() says why OpenBLAS is off", { skip }, () => {
+  const { status, stderr, info } = childCpuInfo(env);
+  assert.equal(status, 0, stderr);
+  assert.equal(info!.backend, "wasm");
+  assert.equal(info!.blas, "");
+  assert.equal(info!.blasReason, "TORCHTS_CPU_BLAS=off");
 });
