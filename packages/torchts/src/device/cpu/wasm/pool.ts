@@ -7,7 +7,7 @@
 // can never claim a chunk of a newer job with the older job's parameters.
 
 export const CTL_BYTES = 1024;
-const GEN = 0, COMPLETED = 1, FN = 2, NCH = 3, READY = 4, UNITS = 5, ALIGN = 6, TOTAL = 7, PARK = 8;
+const GEN = 0, COMPLETED = 1, FN = 2, NCH = 3, READY = 4, UNITS = 5, ALIGN = 6, TOTAL = 7;
 const CLAIM_BYTE = 64, ARGS_BYTE = 512, MAX_ARGS = 16;
 export const MAX_THREADS = 64;
 const CHUNKS_PER_THREAD = 4;
@@ -67,8 +67,7 @@ Atomics.add(ctl, ${READY}, 1);
 for (;;) {
   // spin briefly before sleeping: kernels often come back to back (a decode step's GEMVs, an
   // optimizer's per-parameter kernels), and waking from Atomics.wait costs tens of microseconds
-  // (unless parked: the caller hands the cores to other threads, OpenBLAS', until its next job)
-  for (let s = 0; s < ${SPIN} && Atomics.load(ctl, ${GEN}) === gen && Atomics.load(ctl, ${PARK}) === 0; s++);
+  for (let s = 0; s < ${SPIN} && Atomics.load(ctl, ${GEN}) === gen; s++);
   if (Atomics.load(ctl, ${GEN}) === gen) Atomics.wait(ctl, ${GEN}, gen);
   gen = Atomics.load(ctl, ${GEN});
   drain(ctl, claim, args, fns, gen, load);
@@ -171,7 +170,6 @@ export class Pool {
     ctl[ALIGN] = align;
     ctl[TOTAL] = total;
     Atomics.store(ctl, COMPLETED, 0);
-    Atomics.store(ctl, PARK, 0);
     const gen = (ctl[GEN]! + 1) | 0;
     Atomics.store(this.claim, 0, BigInt(gen) << 32n);
     Atomics.store(ctl, GEN, gen);
@@ -188,15 +186,6 @@ export class Pool {
         }
       }
     }
-  }
-
-  /**
-   * Idle workers stop polling for the next job and sleep until it comes: called before work on
-   * threads the pool does not own (OpenBLAS'), which would otherwise share the cores with
-   * workers spinning for up to ~0.1 ms.
-   */
-  park(): void {
-    Atomics.store(this.ctl, PARK, 1);
   }
 
   close(): void {
