@@ -38,8 +38,12 @@ const PEER_THREADS = 2;
 torch.backends.cpu.setNumThreads(PEER_THREADS);
 const dir = mkdtempSync(`${tmpdir()}/small_step-`);
 writeData(dir, STEPS);
+// torchts' products run on OpenBLAS when its bridge loads; PyTorch gets the same OpenBLAS kernels
+// (the bridge may pick another core type than PyTorch's OpenBLAS would on its own: AVX-512 on Zen 4)
+const blasCore = /core (\w+)$/.exec(torch.backends.cpu.info().blas)?.[1];
+const pyEnv = { ...process.env, ...(blasCore ? { OPENBLAS_CORETYPE: blasCore } : {}) };
 function pyWorker(threads: number) {
-  const py = spawn(python, [`${here}small_step.py`, dir, "--threads", String(threads)], { stdio: ["pipe", "pipe", "inherit"] });
+  const py = spawn(python, [`${here}small_step.py`, dir, "--threads", String(threads)], { stdio: ["pipe", "pipe", "inherit"], env: pyEnv });
   const pending: ((l: string) => void)[] = [], early: string[] = []; // lines nobody asked for yet wait in early
   createInterface({ input: py.stdout }).on("line", (l) => (pending.length ? pending.shift()!(l) : early.push(l)));
   const exit = new Promise<number | string | null>((r) => {
@@ -155,7 +159,7 @@ console.log(`load average ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFi
 console.log(`${pyError ? `PyTorch unavailable (${pyError})` : `PyTorch ${hello.torch} eager, ${hello.threads} threads`}; torchts ${torch.backends.cpu.getNumThreads()} threads; FMA peak ${peak ? round(peak.flops / 1e9) : "?"} GFLOP/s (${peak?.threads ?? "?"} threads, wasm SIMD); ${(flopsPerStep / 1e6).toFixed(0)} MFLOP/step (matmuls)`);
 {
   const i = torch.backends.cpu.info();
-  console.log(`torchts float32 GEMM: ${i.blas ? `${i.blas} (OpenBLAS, the pool's threads)` : `wasm SIMD (${i.blasReason})`}; PyTorch's: its OpenBLAS${process.env.OPENBLAS_CORETYPE ? `, OPENBLAS_CORETYPE=${process.env.OPENBLAS_CORETYPE} for both` : ""}`);
+  console.log(`torchts float32 GEMM: ${i.blas ? `${i.blas} (OpenBLAS, the pool's threads)` : `wasm SIMD (${i.blasReason})`}; PyTorch's: its OpenBLAS${pyEnv.OPENBLAS_CORETYPE ? `, OPENBLAS_CORETYPE=${pyEnv.OPENBLAS_CORETYPE}` : ""}`);
 }
 console.log(`runner         median ms   best ms   first ms   / PyTorch   % FMA peak`);
 for (const r of [...runners, ...peers]) {

@@ -2,7 +2,8 @@
 // found at run time with dlopen, so building this file needs only a C compiler and Node's
 // headers (no BLAS headers), and a machine without OpenBLAS still loads it and reports why.
 // Operands are Float32Arrays (views of the wasm arena's shared memory, or plain arrays): the
-// product reads and writes them in place, on the calling thread plus OpenBLAS' own threads.
+// product reads and writes them in place, single-threaded on the calling thread (torchts' pool
+// threads each call it on their own shares; OpenBLAS' own threads are set to 1).
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,9 +25,9 @@ static config_t get_corename;
 static char load_error[512];
 
 static void load_blas(void) {
-  // OpenBLAS' workers spin 2^timeout cycles before sleeping (default 2^28, ~0.1 s): that would
-  // take the core from the wasm workers that run the next elementwise kernel. Keep it short
-  // unless the user chose otherwise.
+  // The server threads OpenBLAS starts when it loads spin 2^timeout cycles before sleeping (default
+  // 2^28, ~0.1 s), taking a core from the wasm workers; torchts never gives them work (setThreads(1)),
+  // so let them sleep at once unless the user chose otherwise.
   setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
 #if defined(__x86_64__)
   // OpenBLAS before 0.3.22 takes AMD's AVX-512 cores (Zen 4) for Zen 2 and runs its 256-bit

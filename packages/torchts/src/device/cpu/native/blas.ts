@@ -6,8 +6,6 @@
 // neither rows nor columns, aliasing, the browser, no OpenBLAS) runs on the wasm GEMM instead.
 //   TORCHTS_CPU_BLAS=auto (default: OpenBLAS when it loads) | openblas (required) | off
 
-type F32 = { [i: number]: number; length: number };
-
 export interface Bridge {
   sgemm(
     ta: number, tb: number, M: number, N: number, K: number,
@@ -133,12 +131,4 @@ function layout(R: number, C: number, s0: number, s1: number): [number, number] 
 export function blasLayout(M: number, K: number, N: number, sam: number, sak: number, sbk: number, sbn: number): [number, number, number, number] | null {
   const la = layout(M, K, sam, sak), lb = layout(K, N, sbk, sbn);
   return la && lb ? [la[0], la[1], lb[0], lb[1]] : null;
-}
-
-/** Whether x and y are views of one buffer with overlapping bytes. */
-export function overlapping(x: F32, y: F32): boolean {
-  return (
-    x instanceof Float32Array && y instanceof Float32Array && x.buffer === y.buffer &&
-    x.byteOffset < y.byteOffset + y.byteLength && y.byteOffset < x.byteOffset + x.byteLength
-  );
 }

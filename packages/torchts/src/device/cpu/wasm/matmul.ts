@@ -6,7 +6,7 @@ import { GEMM, GEMM_FN, P } from "./gemm.js";
 import { inArena } from "./ops.js";
 import { wasmRuntime, type WasmRuntime } from "./runtime.js";
 import { GEMV_MAX_M, gemvF32 } from "./gemv.js";
-import { blasBridge, blasLayout, blasShares, blasStats, GEMM_PARAM as GP, overlapping, type Bridge } from "../native/blas.js";
+import { blasBridge, blasLayout, blasShares, blasStats, GEMM_PARAM as GP, type Bridge } from "../native/blas.js";
 
 type F32 = { [i: number]: number; length: number };
 
@@ -203,7 +203,7 @@ function blasMatmul(
   if (!b || K === 0 || M * N === 0) return false;
   if (!(A instanceof Float32Array && B instanceof Float32Array && out instanceof Float32Array)) return false;
   const l = blasLayout(M, K, N, sam, sak, sbk, sbn);
-  if (!l || overlapping(out, A) || overlapping(out, B)) return false;
+  if (!l || overlaps(out, A) || overlaps(out, B)) return false;
   const [ta, lda, tb, ldb] = l;
   const nb = aOffs.length;
   const { byCols, share, shares } = blasShares(M, N);
