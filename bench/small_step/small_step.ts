@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { createInterface } from "node:readline";
 import * as torch from "../../packages/torchts/src/index.js";
-import { fmaPeak } from "../../packages/torchts/src/device/cpu/wasm/index.js";
+import { productPeak } from "../../packages/torchts/src/device/cpu/wasm/index.js";
 import { QUICK, emit, numberArg, round } from "../lib.js";
 import { CFG, batchTensors, batches, makeModel, step, writeData } from "./model.js";
 
@@ -38,8 +38,10 @@ const PEER_THREADS = 2;
 torch.backends.cpu.setNumThreads(PEER_THREADS);
 const dir = mkdtempSync(`${tmpdir()}/small_step-`);
 writeData(dir, STEPS);
-// torchts' products run on OpenBLAS when its bridge loads; PyTorch gets the same OpenBLAS kernels
-// (the bridge may pick another core type than PyTorch's OpenBLAS would on its own: AVX-512 on Zen 4)
+// torchts' products run on its AVX-512 GEMM where the CPU has one, else on OpenBLAS when the
+// bridge loads. PyTorch runs its OpenBLAS as installed (this environment's OPENBLAS_CORETYPE, if
+// set); when torchts runs OpenBLAS too, PyTorch gets the same core type (the bridge may pick
+// another than PyTorch's OpenBLAS would on its own: SkylakeX on AMD's AVX-512 cores)
 const blasCore = /core (\w+)$/.exec(torch.backends.cpu.info().blas)?.[1];
 const pyEnv = { ...process.env, ...(blasCore ? { OPENBLAS_CORETYPE: blasCore } : {}) };
 function pyWorker(threads: number) {
@@ -150,16 +152,16 @@ const same = runners.every((r) => r.losses.every((l, i) => Object.is(l, runners[
 const firstN = Math.min(10, STEPS);
 const maxDiff = (n: number) => pyError ? NaN : Math.max(...runners[0]!.losses.slice(0, n).map((l, i) => Math.abs(l - pt.losses[i]!)));
 const dFirst = maxDiff(firstN), dAll = maxDiff(STEPS);
-// the machine's FMA peak, as probe.ts measures it (best of two: the cores are shared)
-const peak = [fmaPeak(8192), fmaPeak(8192)].reduce((p, q) => (q && (!p || q.flops > p.flops) ? q : p), null);
+// the FMA peak of the units the products run on (AVX-512 or wasm SIMD; best of two: the cores are shared)
+const peak = [productPeak(), productPeak()].reduce((p, q) => (q && (!p || q.flops > p.flops) ? q : p), null);
 const lossNote = `losses across torchts modes ${same ? "identical" : "DIFFER"}` +
   (pyError ? "" : `; max abs(torchts - PyTorch) ${dFirst.toExponential(1)} over the first ${firstN} steps, ${dAll.toExponential(1)} over ${STEPS}`);
 console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${STEPS} steps per runner (${WARM} warm-up), ${ROUND} per turn, ${wallS.toFixed(1)} s`);
 console.log(`load average ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end (${cpus().length} cores)${Math.max(load0, loadavg()[0]!) > 1.5 ? ": other processes shared the cores; PyTorch's OpenMP threads suffer most (a preempted thread stalls the barrier)" : ""}`);
-console.log(`${pyError ? `PyTorch unavailable (${pyError})` : `PyTorch ${hello.torch} eager, ${hello.threads} threads`}; torchts ${torch.backends.cpu.getNumThreads()} threads; FMA peak ${peak ? round(peak.flops / 1e9) : "?"} GFLOP/s (${peak?.threads ?? "?"} threads, wasm SIMD); ${(flopsPerStep / 1e6).toFixed(0)} MFLOP/step (matmuls)`);
+console.log(`${pyError ? `PyTorch unavailable (${pyError})` : `PyTorch ${hello.torch} eager, ${hello.threads} threads`}; torchts ${torch.backends.cpu.getNumThreads()} threads; FMA peak ${peak ? round(peak.flops / 1e9) : "?"} GFLOP/s (${peak?.threads ?? "?"} threads, ${peak?.unit ?? "?"}); ${(flopsPerStep / 1e6).toFixed(0)} MFLOP/step (matmuls)`);
 {
   const i = torch.backends.cpu.info();
-  console.log(`torchts float32 GEMM: ${i.blas ? `${i.blas} (OpenBLAS, the pool's threads)` : `wasm SIMD (${i.blasReason})`}; PyTorch's: its OpenBLAS${pyEnv.OPENBLAS_CORETYPE ? `, OPENBLAS_CORETYPE=${pyEnv.OPENBLAS_CORETYPE}` : ""}`);
+  console.log(`torchts float32 GEMM: ${i.blas ? `${i.blas} (the pool's threads)` : `wasm SIMD (${i.blasReason})`}; PyTorch's: its OpenBLAS${pyEnv.OPENBLAS_CORETYPE ? `, OPENBLAS_CORETYPE=${pyEnv.OPENBLAS_CORETYPE}` : ""}`);
 }
 console.log(`runner         median ms   best ms   first ms   / PyTorch   % FMA peak`);
 for (const r of [...runners, ...peers]) {

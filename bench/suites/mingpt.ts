@@ -4,7 +4,7 @@
 // metrics as TorchTPU reports them: first step time, the number of steps until the compile
 // cache stops missing (no new kernels generated), and the post-warm-up step time.
 import * as torch from "../../packages/torchts/src/index.js";
-import { fmaPeak } from "../../packages/torchts/src/device/cpu/wasm/index.js";
+import { productPeak } from "../../packages/torchts/src/device/cpu/wasm/index.js";
 import { GPT } from "../../examples/mingpt/model.js";
 import { QUICK, emit, round } from "../lib.js";
 
@@ -56,13 +56,13 @@ const warmupSteps = misses.reduce((last, m, i) => (m > 0 ? i + 1 : last), 0);
 const first = times[0]!;
 const steady = times.slice(1).sort((a, b) => a - b);
 const best = steady[0]!;
-const peak = fmaPeak(4096);
+const peak = productPeak();
 const flops = flopsPerStep / (best / 1000);
 emit({
   suite: S, workload: W, variant: mode, ms: round(best), medianMs: round(steady[steady.length >> 1]!), gflops: round(flops / 1e9),
   note: `warm-up: first step ${round(first)} ms (${round(first / best)}x steady), cache stops missing after ${warmupSteps} step(s) ` +
     `(misses per step ${misses.join("/")}), post-warm-up ${round(best)} ms; ` +
     `${(nParams / 1e6).toFixed(2)}M params; ` +
-    `${(flopsPerStep / 1e9).toFixed(1)} GFLOP/step; MFU ${peak ? ((100 * flops) / peak.flops).toFixed(1) + "%" : "n/a"} of ${peak ? round(peak.flops / 1e9) : "?"} GFLOP/s; loss ${loss.toFixed(3)}; ` +
+    `${(flopsPerStep / 1e9).toFixed(1)} GFLOP/step; MFU ${peak ? ((100 * flops) / peak.flops).toFixed(1) + "%" : "n/a"} of ${peak ? round(peak.flops / 1e9) : "?"} GFLOP/s (${peak?.unit ?? "?"}, ${torch.backends.cpu.info().blasKernel || "wasm"} GEMM); loss ${loss.toFixed(3)}; ` +
     `wasm arena ${(torch.backends.cpu.info().arenaBytes / 2 ** 20).toFixed(0)} MiB`,
 });

@@ -1,9 +1,12 @@
-// torchts' optional native BLAS bridge for Node: float32 GEMM through the system's OpenBLAS,
-// found at run time with dlopen, so building this file needs only a C compiler and Node's
-// headers (no BLAS headers), and a machine without OpenBLAS still loads it and reports why.
-// Operands are Float32Arrays (views of the wasm arena's shared memory, or plain arrays): the
-// product reads and writes them in place, single-threaded on the calling thread (torchts' pool
-// threads each call it on their own shares; OpenBLAS' own threads are set to 1).
+// torchts' optional native BLAS bridge for Node: float32 GEMM through torchts' own AVX-512
+// kernel (gemm_avx512.c) where the CPU has one, or the system's OpenBLAS, found at run time with
+// dlopen, so building this needs only a C compiler and Node's headers (no BLAS headers), and a
+// machine without OpenBLAS still loads it and reports why. Each call names its kernel
+// (KERNEL_*). Operands are Float32Arrays (views of the wasm arena's shared memory, or plain
+// arrays): the product reads and writes them in place, single-threaded on the calling thread
+// (torchts' pool threads each call it on their own shares; OpenBLAS' own threads are set to 1).
+#include "attention_avx512.h"
+#include "gemm_avx512.h"
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +16,8 @@
 
 // CBLAS' enums, as the reference header numbers them
 enum { RowMajor = 101, NoTrans = 111, Trans = 112 };
+// which GEMM a call runs
+enum { KERNEL_OPENBLAS = 0, KERNEL_AVX512 = 1 };
 typedef void (*sgemm_t)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*,
                         int);
 typedef void (*set_threads_t)(int);
@@ -23,6 +28,26 @@ static set_threads_t set_threads;
 static config_t get_config;
 static config_t get_corename;
 static char load_error[512];
+static int avx512;
+
+// 0 when the kernel can run, else 1 with the error thrown
+static int kernel_arg(napi_env env, int64_t k, const char* fn) {
+  char msg[640];
+  if (k == KERNEL_OPENBLAS && sgemm) return 0;
+  if (k == KERNEL_AVX512 && avx512) return 0;
+  if (k == KERNEL_OPENBLAS) snprintf(msg, sizeof msg, "%s: %s", fn, load_error);
+  else if (k == KERNEL_AVX512) snprintf(msg, sizeof msg, "%s: this CPU has no AVX-512 kernel", fn);
+  else snprintf(msg, sizeof msg, "%s: kernel must be 0 (OpenBLAS) or 1 (AVX-512)", fn);
+  napi_throw_range_error(env, NULL, msg);
+  return 1;
+}
+
+// one single-threaded product on the chosen kernel (its arguments already checked)
+static void run_gemm(int kernel, int ta, int tb, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
+                     float beta, float* C, int ldc) {
+  if (kernel == KERNEL_AVX512) tts_sgemm_avx512(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+  else sgemm(RowMajor, ta ? Trans : NoTrans, tb ? Trans : NoTrans, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
 
 static void load_blas(void) {
   // The server threads OpenBLAS starts when it loads spin 2^timeout cycles before sleeping (default
@@ -37,6 +62,7 @@ static void load_blas(void) {
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
     setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
 #endif
+  avx512 = tts_avx512_usable();
   const char* env = getenv("TORCHTS_OPENBLAS");
   const char* names[] = {env, "libopenblas.so.0", "libopenblasp.so.0", "libopenblas.so", "libopenblas.dylib"};
   void* h = NULL;
@@ -80,21 +106,18 @@ static int64_t extent(int trans, int64_t rows, int64_t cols, int64_t ld) {
   return trans ? (cols - 1) * ld + rows : (rows - 1) * ld + cols;
 }
 
-// sgemm(transA, transB, M, N, K, A, aOff, lda, B, bOff, ldb, beta, C, cOff, ldc):
+// sgemm(transA, transB, M, N, K, A, aOff, lda, B, bOff, ldb, beta, C, cOff, ldc, kernel):
 // C = op(A) op(B) + beta C, row-major, offsets and leading dimensions in elements.
 static napi_value js_sgemm(napi_env env, napi_callback_info info) {
-  size_t argc = 15;
-  napi_value a[15];
+  size_t argc = 16;
+  napi_value a[16];
   napi_get_cb_info(env, info, &argc, a, NULL, NULL);
-  if (argc != 15) {
-    napi_throw_type_error(env, NULL, "sgemm: expected 15 arguments");
+  if (argc != 16) {
+    napi_throw_type_error(env, NULL, "sgemm: expected 16 arguments");
     return NULL;
   }
-  if (!sgemm) {
-    napi_throw_error(env, NULL, load_error);
-    return NULL;
-  }
-  int64_t ta, tb, M, N, K, ao, lda, bo, ldb, co, ldc;
+  int64_t ta, tb, M, N, K, ao, lda, bo, ldb, co, ldc, kern;
+  if (!int_arg(env, a[15], &kern) || kernel_arg(env, kern, "sgemm")) return NULL;
   double beta;
   float *A, *B, *C;
   size_t na, nb, nc;
@@ -110,7 +133,7 @@ static napi_value js_sgemm(napi_env env, napi_callback_info info) {
   }
   // never let a wrong call read or write outside its arrays
   const int64_t lim = 1LL << 31;
-  if (M < 0 || N < 0 || K < 0 || M >= lim || N >= lim || K >= lim || ao < 0 || bo < 0 || co < 0 ||
+  if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1) || M < 0 || N < 0 || K < 0 || M >= lim || N >= lim || K >= lim || ao < 0 || bo < 0 || co < 0 ||
       lda < (ta ? (M > 1 ? M : 1) : (K > 1 ? K : 1)) || ldb < (tb ? (K > 1 ? K : 1) : (N > 1 ? N : 1)) ||
       ldc < (N > 1 ? N : 1) || lda >= lim || ldb >= lim || ldc >= lim ||
       ao + extent(ta, M, K, lda) > (int64_t)na || bo + extent(tb, K, N, ldb) > (int64_t)nb ||
@@ -119,8 +142,8 @@ static napi_value js_sgemm(napi_env env, napi_callback_info info) {
     return NULL;
   }
   if (M > 0 && N > 0)
-    sgemm(RowMajor, ta ? Trans : NoTrans, tb ? Trans : NoTrans, (int)M, (int)N, (int)K, 1.0f, A + ao, (int)lda,
-          B + bo, (int)ldb, (float)beta, C + co, (int)ldc);
+    run_gemm((int)kern, (int)ta, (int)tb, (int)M, (int)N, (int)K, A + ao, (int)lda, B + bo, (int)ldb, (float)beta,
+             C + co, (int)ldc);
   return NULL;
 }
 
@@ -131,7 +154,7 @@ static napi_value js_sgemm(napi_env env, napi_callback_info info) {
 // threads split the work (no OpenBLAS thread to wake, which is slow on a VM's idle vCPU, or to
 // fight the pool for a core), and the shares depend on the shape alone: the sums do not change
 // with the thread count or with how the pool cuts the job.
-enum { P_TA, P_TB, P_M, P_N, P_K, P_LDA, P_LDB, P_LDC, P_BYCOLS, P_SHARE, P_NB, P_CO, P_CSTRIDE, P_OFFS };
+enum { P_TA, P_TB, P_M, P_N, P_K, P_LDA, P_LDB, P_LDC, P_BYCOLS, P_SHARE, P_NB, P_CO, P_CSTRIDE, P_KERNEL, P_OFFS };
 
 static napi_value js_gemm_slab(napi_env env, napi_callback_info info) {
   size_t argc = 4;
@@ -143,20 +166,17 @@ static napi_value js_gemm_slab(napi_env env, napi_callback_info info) {
   if (argc != 4 || !f32_arg(env, a[0], &mem, &n) || !int_arg(env, a[1], &lo) || !int_arg(env, a[2], &hi) ||
       !int_arg(env, a[3], &pb))
     return NULL;
-  if (!sgemm) {
-    napi_throw_error(env, NULL, load_error);
-    return NULL;
-  }
   const int64_t words = (int64_t)n; // float and int32 words are the same size
   if (pb < 0 || pb % 4 || pb / 4 + P_OFFS > words) goto bad;
   const int32_t* p = (const int32_t*)mem + pb / 4;
   const int64_t ta = p[P_TA], tb = p[P_TB], M = p[P_M], N = p[P_N], K = p[P_K], lda = p[P_LDA], ldb = p[P_LDB],
                 ldc = p[P_LDC], bycols = p[P_BYCOLS], share = p[P_SHARE], nb = p[P_NB], co = p[P_CO],
-                cs = p[P_CSTRIDE];
+                cs = p[P_CSTRIDE], kern = p[P_KERNEL];
   if (M < 1 || N < 1 || K < 1 || nb < 1 || share < 1 || (ta != 0 && ta != 1) || (tb != 0 && tb != 1) ||
       (bycols != 0 && bycols != 1) || lda < (ta ? M : K) || ldb < (tb ? K : N) || ldc < N || co < 0 || cs < 0 ||
       pb / 4 + P_OFFS + 2 * nb > words)
     goto bad;
+  if (kernel_arg(env, kern, "gemmSlab")) return NULL;
   const int64_t dim = bycols ? N : M, shares = (dim + share - 1) / share;
   if (lo < 0 || hi > nb * shares || lo >= hi) goto bad;
   // every product's operands and output inside the memory
@@ -181,8 +201,7 @@ static napi_value js_gemm_slab(napi_env env, napi_callback_info info) {
       C += r0 * ldc;
       m = r1 - r0;
     }
-    sgemm(RowMajor, ta ? Trans : NoTrans, tb ? Trans : NoTrans, (int)m, (int)nn, (int)K, 1.0f, A, (int)lda, B, (int)ldb,
-          0.0f, C, (int)ldc);
+    run_gemm((int)kern, (int)ta, (int)tb, (int)m, (int)nn, (int)K, A, (int)lda, B, (int)ldb, 0.0f, C, (int)ldc);
   }
   return NULL;
 bad:
@@ -198,6 +217,88 @@ static napi_value js_set_threads(napi_env env, napi_callback_info info) {
   if (argc != 1 || !int_arg(env, a[0], &n)) return NULL;
   if (set_threads && n >= 1 && n <= 1024) set_threads((int)n);
   return NULL;
+}
+
+// attnFwd(mem, lo, hi, pb): units [lo, hi) of the attention whose parameter block (int32 words
+// at byte pb of mem, laid out as AT_* below; offsets and strides in floats) is in the memory
+// (attention_avx512.c). Every field and extent is checked against the memory first.
+enum { AT_Q, AT_K, AT_V, AT_OUT, AT_B, AT_HK, AT_NREP, AT_L, AT_S, AT_E, AT_EV, AT_QSB, AT_QSH, AT_QSL, AT_KSB, AT_KSH,
+       AT_KSS, AT_VSB, AT_VSH, AT_VSS, AT_OUTROW, AT_CAUSAL, AT_HASMASK, AT_MASK, AT_MSB, AT_MSH, AT_MSL, AT_SCALE,
+       AT_WORDS };
+
+static napi_value js_attn(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value a[4];
+  napi_get_cb_info(env, info, &argc, a, NULL, NULL);
+  float* mem;
+  size_t n;
+  int64_t lo, hi, pb;
+  if (argc != 4 || !f32_arg(env, a[0], &mem, &n) || !int_arg(env, a[1], &lo) || !int_arg(env, a[2], &hi) ||
+      !int_arg(env, a[3], &pb))
+    return NULL;
+  if (!avx512) {
+    napi_throw_range_error(env, NULL, "attnFwd: this CPU has no AVX-512 kernel");
+    return NULL;
+  }
+  const int64_t words = (int64_t)n;
+  if (pb < 0 || pb % 4 || pb / 4 + AT_WORDS > words) goto bad;
+  const int32_t* p = (const int32_t*)mem + pb / 4;
+  for (int i = 0; i < AT_SCALE; i++)
+    if (p[i] < 0) goto bad;
+  const int64_t B = p[AT_B], Hk = p[AT_HK], nrep = p[AT_NREP], L = p[AT_L], S = p[AT_S], E = p[AT_E], Ev = p[AT_EV];
+  if (B < 1 || Hk < 1 || nrep < 1 || L < 1 || S < 1 || E < 1 || Ev < 1 || E > 1024 || Ev > 1024 ||
+      p[AT_CAUSAL] > 1 || p[AT_HASMASK] > 1 || p[AT_MSL] >= (1 << 26) || p[AT_OUTROW] < Ev ||
+      B * Hk * nrep * ((L + 31) / 32) >= (1LL << 31))
+    goto bad;
+  const int64_t Hq = Hk * nrep;
+  if (p[AT_Q] + (B - 1) * p[AT_QSB] + (Hq - 1) * p[AT_QSH] + (L - 1) * p[AT_QSL] + E > words ||
+      p[AT_K] + (B - 1) * p[AT_KSB] + (Hk - 1) * p[AT_KSH] + (S - 1) * p[AT_KSS] + E > words ||
+      p[AT_V] + (B - 1) * p[AT_VSB] + (Hk - 1) * p[AT_VSH] + (S - 1) * p[AT_VSS] + Ev > words ||
+      p[AT_OUT] + (B * Hq * L - 1) * p[AT_OUTROW] + Ev > words ||
+      (p[AT_HASMASK] && p[AT_MASK] + (B - 1) * p[AT_MSB] + (Hq - 1) * p[AT_MSH] + (L - 1) * p[AT_MSL] + S > words))
+    goto bad;
+  float scale;
+  memcpy(&scale, p + AT_SCALE, sizeof scale);
+  tts_attn_t at = {mem + p[AT_Q], mem + p[AT_K], mem + p[AT_V], p[AT_HASMASK] ? mem + p[AT_MASK] : NULL,
+                   mem + p[AT_OUT], (int)B, (int)Hk, (int)nrep, (int)L, (int)S, (int)E, (int)Ev, p[AT_CAUSAL],
+                   p[AT_QSB], p[AT_QSH], p[AT_QSL], p[AT_KSB], p[AT_KSH], p[AT_KSS], p[AT_VSB], p[AT_VSH], p[AT_VSS],
+                   p[AT_OUTROW], p[AT_MSB], p[AT_MSH], p[AT_MSL], scale};
+  if (lo < 0 || lo >= hi || hi > tts_attn_units(&at)) goto bad;
+  if (!tts_attn_avx512(&at, (int)lo, (int)hi)) {
+    napi_throw_error(env, NULL, "attnFwd: no scratch memory for the kernel");
+    return NULL;
+  }
+  return NULL;
+bad:
+  napi_throw_range_error(env, NULL, "attnFwd: parameter block or units out of range");
+  return NULL;
+}
+
+// fmaProbe(mem, lo, hi, _): (hi - lo) x 4096 x 24 AVX-512 FMAs on this thread (the benchmarks'
+// peak); a pool function's signature, so the pool's threads can each run a share of the units
+static napi_value js_fma_probe(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value a[4];
+  int64_t lo, hi;
+  napi_get_cb_info(env, info, &argc, a, NULL, NULL);
+  if (argc < 3 || !int_arg(env, a[1], &lo) || !int_arg(env, a[2], &hi)) return NULL;
+  if (!avx512 || lo < 0 || hi < lo || hi - lo > (1LL << 20)) {
+    napi_throw_range_error(env, NULL, avx512 ? "fmaProbe: units out of range" : "fmaProbe: this CPU has no AVX-512 kernel");
+    return NULL;
+  }
+  napi_value r;
+  napi_create_double(env, tts_fma_probe_avx512(hi - lo), &r);
+  return r;
+}
+
+// the kernels this machine runs, comma-separated ("avx512,openblas", "openblas", "")
+static napi_value js_kernels(napi_env env, napi_callback_info info) {
+  (void)info;
+  char s[32];
+  snprintf(s, sizeof s, "%s%s%s", avx512 ? "avx512" : "", avx512 && sgemm ? "," : "", sgemm ? "openblas" : "");
+  napi_value r;
+  napi_create_string_utf8(env, s, NAPI_AUTO_LENGTH, &r);
+  return r;
 }
 
 // null when OpenBLAS loaded, else the reason it did not
@@ -226,6 +327,9 @@ static napi_value init(napi_env env, napi_value exports) {
       {"sgemm", NULL, js_sgemm, NULL, NULL, NULL, napi_default, NULL},
       {"gemmSlab", NULL, js_gemm_slab, NULL, NULL, NULL, napi_default, NULL},
       {"setThreads", NULL, js_set_threads, NULL, NULL, NULL, napi_default, NULL},
+      {"attnFwd", NULL, js_attn, NULL, NULL, NULL, napi_default, NULL},
+      {"fmaProbe", NULL, js_fma_probe, NULL, NULL, NULL, napi_default, NULL},
+      {"kernels", NULL, js_kernels, NULL, NULL, NULL, napi_default, NULL},
       {"error", NULL, js_error, NULL, NULL, NULL, napi_default, NULL},
       {"config", NULL, js_config, NULL, NULL, NULL, napi_default, NULL},
   };

@@ -1,6 +1,7 @@
 // torch.backends: which cpu kernels run (wasm SIMD on worker threads, or the plain-JS fallback).
 // TORCHTS_CPU_BACKEND=js|wasm|auto selects at startup; TORCHTS_NUM_THREADS sets the thread count;
-// TORCHTS_CPU_BLAS=auto|openblas|off picks OpenBLAS or the wasm GEMM for float32 products on Node.
+// TORCHTS_CPU_BLAS=auto|avx512|openblas|off picks the native GEMM (torchts' AVX-512 kernel or
+// OpenBLAS) or the wasm GEMM for float32 products on Node.
 import { setCompositeEnabled } from "./device/cpu/composites.js";
 import { cpuInfo, getNumThreads, setCpuBackend, setNumThreads, type CpuInfo } from "./device/cpu/wasm/index.js";
 import { setCpuBlas } from "./device/cpu/native/blas.js";
@@ -11,10 +12,12 @@ export const cpu = {
   /** Kernels compiled after this call use the given backend (already-cached kernels keep theirs). */
   setBackend: (b: "js" | "wasm" | "auto"): void => setCpuBackend(b),
   /**
-   * Who runs float32 products on Node: OpenBLAS through the native bridge ("auto" when it loads,
-   * "openblas" to require it) or the wasm GEMM ("off"). TORCHTS_CPU_BLAS selects at startup.
+   * Who runs float32 products on Node, through the native bridge: torchts' AVX-512 kernel
+   * ("avx512"), the system's OpenBLAS ("openblas"), either ("auto": AVX-512 where the CPU has it),
+   * or the wasm GEMM ("off"). Naming a kernel requires it (throws, keeping the previous choice,
+   * where it cannot run). TORCHTS_CPU_BLAS selects at startup.
    */
-  setBlas: (b: "auto" | "openblas" | "off"): void => setCpuBlas(b),
+  setBlas: (b: "auto" | "avx512" | "openblas" | "off"): void => setCpuBlas(b),
   setNumThreads,
   getNumThreads,
   /** Switch the cpu's own kernels for a composite (softmax, attention, ...) off to run its decomposition. */

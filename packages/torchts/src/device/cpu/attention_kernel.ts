@@ -12,6 +12,7 @@ import type { Arr, Kernel } from "./codegen.js";
 import { AP, ATTN_PARAM_BYTES, CP, attnSlotBytes } from "./wasm/attention.js";
 import { inArena } from "./wasm/ops.js";
 import { wasmRuntime, type WasmRuntime } from "./wasm/runtime.js";
+import { NATIVE_ATTN as NA, NATIVE_ATTN_MAX_DIM, NATIVE_ATTN_MIN_L, NATIVE_ATTN_ROWS, nativeAttentionFn, nativeAttnStats } from "./native/attention.js";
 
 const QB_MAX = 16; // query rows per tile (even)
 const BC = 64; // keys per block (multiple of 4)
@@ -122,6 +123,17 @@ export function attentionKernel(n: IRNode<"composite">): Kernel {
     const v2 = v2v ? operand(rt, ins[seg2 + 1]!, offs[seg2 + 1]!, v2v.shape, v2v.strides, Evp, T > 1) : null;
     const direct = inArena(rt, O) && Wp === W;
     const outPtr = direct ? (O as Float32Array).byteOffset : rt.arena.alloc(B * Hq * L * Wp * 4);
+    const nat = !probs && !k2 && L >= NATIVE_ATTN_MIN_L && Ep <= NATIVE_ATTN_MAX_DIM && Evp <= NATIVE_ATTN_MAX_DIM ? nativeAttentionFn(rt) : null;
+    if (nat !== null) {
+      try {
+        nativeAttention(rt, nat, q, k, v, m, outPtr, Wp, { B, Hk, nrep, L, S, Ep, Evp, causal, scale });
+        if (!direct) copyOut(rt, O, outPtr, B * Hq * L, W, Wp);
+      } finally {
+        if (!direct) rt.arena.release(outPtr);
+        for (const o of [q, k, v, m]) if (o?.scratch) rt.arena.release(o.ptr);
+      }
+      return;
+    }
     const slots = Math.min(units, rt.pool.threads * CHUNKS_PER_THREAD + 1);
     const slotBytes = attnSlotBytes(QB, bcKeys, Evp);
     const prm = rt.arena.alloc(ATTN_PARAM_BYTES);
@@ -144,12 +156,7 @@ export function attentionKernel(n: IRNode<"composite">): Kernel {
       set(AP.probs, probs ? 1 : 0); set(AP.outRow, Wp * 4);
       rt.view(Float32Array, prm + AP.scale, 1)[0] = scale;
       rt.pool.run(rt.fn.attn_fwd!, units, [prm], 1, minUnits);
-      if (!direct) {
-        const res = rt.view(Float32Array, outPtr, B * Hq * L * Wp);
-        const rows = B * Hq * L;
-        if (Wp === W && O instanceof Float32Array) O.set(res);
-        else for (let r = 0; r < rows; r++) for (let e = 0; e < W; e++) O[r * W + e] = res[r * Wp + e]!;
-      }
+      if (!direct) copyOut(rt, O, outPtr, B * Hq * L, W, Wp);
     } finally {
       rt.arena.release(scratch);
       rt.arena.release(prm);
@@ -157,6 +164,36 @@ export function attentionKernel(n: IRNode<"composite">): Kernel {
       for (const o of [q, k, v, m, k2, v2]) if (o?.scratch) rt.arena.release(o.ptr);
     }
   };
+}
+
+/** Copies rows of Wp floats at outPtr (the kernel's output) to O's rows of W. */
+function copyOut(rt: WasmRuntime, O: Arr, outPtr: number, rows: number, W: number, Wp: number): void {
+  const res = rt.view(Float32Array, outPtr, rows * Wp);
+  if (Wp === W && O instanceof Float32Array) O.set(res);
+  else for (let r = 0; r < rows; r++) for (let e = 0; e < W; e++) O[r * W + e] = res[r * Wp + e]!;
+}
+
+/** One call of the native AVX-512 kernel (native/attention.ts) over the operands' rows. */
+function nativeAttention(
+  rt: WasmRuntime, fn: number, q: Operand, k: Operand, v: Operand, m: Operand | null, outPtr: number, Wp: number,
+  d: { B: number; Hk: number; nrep: number; L: number; S: number; Ep: number; Evp: number; causal: boolean; scale: number },
+): void {
+  const pb = rt.arena.alloc(NA.words * 4);
+  try {
+    const P = rt.view(Int32Array, pb, NA.words);
+    P.set([
+      q.ptr / 4, k.ptr / 4, v.ptr / 4, outPtr / 4, d.B, d.Hk, d.nrep, d.L, d.S, d.Ep, d.Evp,
+      q.st[0] / 4, q.st[1] / 4, q.st[2] / 4, k.st[0] / 4, k.st[1] / 4, k.st[2] / 4, v.st[0] / 4, v.st[1] / 4, v.st[2] / 4,
+      Wp, d.causal ? 1 : 0, m ? 1 : 0, m ? m.ptr / 4 : 0, m ? m.st[0] / 4 : 0, m ? m.st[1] / 4 : 0, m ? m.st[2] / 4 : 0,
+    ]);
+    rt.view(Float32Array, pb + NA.scale * 4, 1)[0] = d.scale;
+    const units = d.B * d.Hk * d.nrep * Math.ceil(d.L / NATIVE_ATTN_ROWS);
+    const flopsPerUnit = 2 * NATIVE_ATTN_ROWS * d.S * (d.Ep + d.Evp);
+    nativeAttnStats.calls++;
+    rt.pool.run(fn, units, [pb], 1, Math.max(1, Math.ceil(MIN_FLOPS_PER_THREAD / flopsPerUnit)));
+  } finally {
+    rt.arena.release(pb);
+  }
 }
 
 /** The same computation in plain JS (TORCHTS_CPU_BACKEND=js): float64 scores, one row at a time. */

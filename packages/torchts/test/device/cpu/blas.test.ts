@@ -1,18 +1,45 @@
-// The native OpenBLAS bridge (src/device/cpu/native/blas.ts, native/blas.c): every row-major
-// layout it maps (A and B plain or transposed, row strides wider than a row, 1-wide edges,
-// offsets), batched products, operands in the wasm arena and in plain arrays, and what it must
-// refuse: aliasing and strides it cannot express fall back to the wasm GEMM with the same sums,
-// and a wrong call to the bridge itself throws without writing. Under TORCHTS_CPU_BLAS=openblas
-// (CI) the bridge must load; elsewhere these tests check the wasm fallback the same way.
+// The native GEMM bridge (src/device/cpu/native/blas.ts, native/blas.c, native/gemm_avx512.c),
+// on each kernel this machine runs (torchts' AVX-512 one, OpenBLAS): every row-major layout it
+// maps (A and B plain or transposed, row strides wider than a row, 1-wide edges, offsets),
+// batched products, operands in the wasm arena and in plain arrays, and what it must refuse:
+// aliasing and strides it cannot express fall back to the wasm GEMM with the same sums, and a
+// wrong call to the bridge itself throws without writing. Under TORCHTS_REQUIRE_BLAS=1 (CI) the
+// bridge must be built, OpenBLAS must load, and the AVX-512 kernel must be there exactly when
+// the CPU lists AVX-512; elsewhere these tests check the wasm fallback the same way.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
+import { readFileSync } from "node:fs";
 import * as torch from "../../../src/index.js";
 import { arenaF32, cpuInfo, matmulBatchedF32, matmulF32, setNumThreads, unaryF32 } from "../../../src/device/cpu/wasm/index.js";
-import { blasStats, setCpuBlas } from "../../../src/device/cpu/native/blas.js";
+import { AVX512_NAME, blasShares, blasStats, KERNEL_CODE, setCpuBlas, type BlasKernel } from "../../../src/device/cpu/native/blas.js";
 
 const wasm = process.env.TORCHTS_CPU_BACKEND !== "js";
-const required = process.env.TORCHTS_CPU_BLAS === "openblas";
+const required = process.env.TORCHTS_REQUIRE_BLAS === "1";
+
+type Addon = {
+  sgemm(...a: unknown[]): void;
+  gemmSlab(...a: unknown[]): void;
+  kernels(): string;
+};
+function addon(): Addon | null {
+  try {
+    return createRequire(import.meta.url)("../../../build/native/torchts_blas.node") as Addon;
+  } catch {
+    return null;
+  }
+}
+/** The kernels the built bridge runs on this machine. */
+const kernels: BlasKernel[] = wasm ? ((addon()?.kernels().split(",").filter(Boolean) ?? []) as BlasKernel[]) : [];
+
+function withKernel<T>(k: BlasKernel, f: () => T): T {
+  setCpuBlas(k);
+  try {
+    return f();
+  } finally {
+    setCpuBlas("auto");
+  }
+}
 
 function fill(a: Float32Array, seed: number): void {
   let s = seed >>> 0;
@@ -46,7 +73,7 @@ function check(c: Case, arena: boolean, viaBlas: boolean): void {
     C.fill(9);
     const before = blasStats.calls;
     assert.ok(matmulF32(M, K, N, A, 3, sa[0], sa[1], B, 1, sb[0], sb[1], C, 2));
-    assert.equal(blasStats.calls - before, viaBlas ? 1 : 0, `${JSON.stringify(c)}: ran through OpenBLAS`);
+    assert.equal(blasStats.calls - before, viaBlas ? 1 : 0, `${JSON.stringify(c)}: ran through the bridge`);
     for (let i = 0; i < M; i++)
       for (let j = 0; j < N; j++) {
         let s = 0;
@@ -61,8 +88,9 @@ function check(c: Case, arena: boolean, viaBlas: boolean): void {
 }
 
 const cases: (Case & { mapped: boolean })[] = [];
-// M above the gemv cut (8 rows), where products reach the GEMM
-for (const [M, K, N] of [[9, 7, 13], [64, 32, 64], [33, 130, 17], [100, 1, 20], [12, 40, 1]] as const) {
+// M above the gemv cut (8 rows), where products reach the GEMM; 300 > one 256-deep K block and
+// 70 / 130 columns cut the AVX-512 kernel's 32-column tiles and 12-row M edge
+for (const [M, K, N] of [[9, 7, 13], [64, 32, 64], [33, 130, 17], [100, 1, 20], [12, 40, 1], [37, 300, 70], [130, 20, 130]] as const) {
   cases.push({ M, K, N, sa: [K, 1], sb: [N, 1], mapped: true }); // both plain
   cases.push({ M, K, N, sa: [1, M], sb: [N, 1], mapped: true }); // A transposed
   cases.push({ M, K, N, sa: [K, 1], sb: [1, K], mapped: true }); // B transposed (a linear layer's weight)
@@ -76,14 +104,20 @@ for (const arena of [true, false]) {
   test(`matmulF32 through the bridge: every layout, ${arena ? "arena" : "plain"} operands, same sums as fp64`, { skip: !wasm }, () => {
     setCpuBlas("auto");
     for (const c of cases) check(c, arena, c.mapped && loaded());
+    for (const k of kernels) withKernel(k, () => cases.forEach((c) => check(c, arena, c.mapped)));
   });
 }
 
-test("TORCHTS_CPU_BLAS=openblas (CI): the bridge loaded, info names OpenBLAS and its kernels", { skip: !wasm || !required }, () => {
+test("TORCHTS_REQUIRE_BLAS=1 (CI): the bridge is built, OpenBLAS loads, AVX-512 runs where the CPU has it", { skip: !wasm || !required }, () => {
+  const flags = /^flags\s*:(.*)$/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]?.split(/\s+/) ?? [];
+  const avx512 = ["avx512f", "avx512dq", "avx512bw", "avx512vl", "fma"].every((f) => flags.includes(f));
+  assert.deepEqual(kernels, avx512 ? ["avx512", "openblas"] : ["openblas"]);
   setCpuBlas("auto");
   const info = cpuInfo();
-  assert.match(info.blas, /^OpenBLAS \d+\.\d+\.\d+ .* core \w+/);
+  assert.equal(info.blasKernel, avx512 ? "avx512" : "openblas", "auto takes the AVX-512 kernel where there is one");
+  assert.equal(info.blas, avx512 ? AVX512_NAME : info.blas);
   assert.equal(info.blasReason, "");
+  withKernel("openblas", () => assert.match(cpuInfo().blas, /^OpenBLAS \d+\.\d+\.\d+ .* core \w+/));
 });
 
 test("blas off: info says why, and the wasm GEMM gives the same sums", { skip: !wasm }, () => {
@@ -100,21 +134,23 @@ test("blas off: info says why, and the wasm GEMM gives the same sums", { skip: !
 test("torch.backends.cpu.setBlas validates its argument and keeps the previous choice", { skip: !wasm }, () => {
   setCpuBlas("auto");
   const before = cpuInfo().blas;
-  assert.throws(() => torch.backends.cpu.setBlas("mkl" as "off"), /setCpuBlas: expected auto, openblas or off, got mkl/);
+  assert.throws(() => torch.backends.cpu.setBlas("mkl" as "off"), /setCpuBlas: expected auto, avx512, openblas or off, got mkl/);
   assert.equal(cpuInfo().blas, before);
-  if (loaded()) {
-    torch.backends.cpu.setBlas("openblas"); // required and there: no error
-    assert.equal(cpuInfo().blas, before);
-  } else {
-    // required where it cannot load: fails, and the previous choice stays
-    assert.throws(() => torch.backends.cpu.setBlas("openblas"), /TORCHTS_CPU_BLAS=openblas: /);
-    assert.equal(cpuInfo().blas, before);
+  for (const k of ["avx512", "openblas"] as const) {
+    if (kernels.includes(k)) {
+      torch.backends.cpu.setBlas(k); // required and there: no error
+      assert.equal(cpuInfo().blasKernel, k);
+    } else {
+      // required where it cannot run: fails, and the previous choice stays
+      setCpuBlas("auto");
+      assert.throws(() => torch.backends.cpu.setBlas(k), new RegExp(`TORCHTS_CPU_BLAS=${k}: `));
+      assert.equal(cpuInfo().blas, before);
+    }
   }
   setCpuBlas("auto");
 });
 
-test("matmulBatchedF32 through the bridge: per-head products land at their batch offsets", { skip: !wasm }, () => {
-  setCpuBlas("auto");
+const batched = (): void => {
   const nb = 3, M = 16, K = 8, N = 12;
   const A = arenaF32(nb * M * K)!, B = arenaF32(nb * K * N)!, C = arenaF32(nb * M * N)!;
   try {
@@ -134,6 +170,11 @@ test("matmulBatchedF32 through the bridge: per-head products land at their batch
   } finally {
     [A, B, C].forEach((x) => x.release());
   }
+};
+test("matmulBatchedF32 through the bridge: per-head products land at their batch offsets", { skip: !wasm }, () => {
+  setCpuBlas("auto");
+  batched();
+  for (const k of kernels) withKernel(k, batched);
 });
 
 test("an output that aliases an operand is not handed to BLAS: same result as a fresh output", { skip: !wasm }, () => {
@@ -156,69 +197,77 @@ test("an output that aliases an operand is not handed to BLAS: same result as a 
   }
 });
 
-test("the bridge itself refuses a wrong call without writing (types, shapes, offsets, leading dimensions)", { skip: !required }, () => {
-  const addon = createRequire(import.meta.url)("../../../build/native/torchts_blas.node") as {
-    sgemm(...a: unknown[]): void;
-    gemmSlab(...a: unknown[]): void;
-  };
-  const A = new Float32Array(6).fill(1), B = new Float32Array(6).fill(2), C = new Float32Array(4).fill(7);
-  const ok = [0, 0, 2, 2, 3, A, 0, 3, B, 0, 2, 0, C, 0, 2];
-  addon.sgemm(...ok);
-  assert.deepEqual([...C], [6, 6, 6, 6]);
-  C.fill(7);
-  const bad: [number, unknown, RegExp][] = [
-    [5, new Float64Array(6), /expected a Float32Array/],
-    [2, "2", /expected a number/],
-    [6, 1, /out of range/], // A's last row runs past its end
-    [9, 1, /out of range/],
-    [13, 1, /out of range/],
-    [7, 2, /out of range/], // lda below K
-    [14, 1, /out of range/], // ldc below N
-    [2, -1, /out of range/],
-  ];
-  for (const [i, v, re] of bad) {
-    const args: unknown[] = ok.slice();
-    args[i] = v;
-    assert.throws(() => addon.sgemm(...args), re, `argument ${i} = ${String(v)}`);
-    assert.deepEqual([...C], [7, 7, 7, 7], `argument ${i}: nothing written`);
-  }
-  assert.throws(() => addon.sgemm(0, 0), /expected 15 arguments/);
+test("the bridge itself refuses a wrong call without writing (types, shapes, offsets, leading dimensions, kernel)", { skip: !required }, () => {
+  const b = addon()!;
+  const codes: number[] = kernels.map((k) => KERNEL_CODE[k]);
+  // a kernel this machine does not run is refused like any other wrong argument
+  const absent = [0, 1].filter((c) => !codes.includes(c));
+  for (const kern of codes) {
+    const A = new Float32Array(6).fill(1), B = new Float32Array(6).fill(2), C = new Float32Array(4).fill(7);
+    const ok = [0, 0, 2, 2, 3, A, 0, 3, B, 0, 2, 0, C, 0, 2, kern];
+    b.sgemm(...ok);
+    assert.deepEqual([...C], [6, 6, 6, 6], `kernel ${kern}`);
+    C.fill(7);
+    const bad: [number, unknown, RegExp][] = [
+      [5, new Float64Array(6), /expected a Float32Array/],
+      [2, "2", /expected a number/],
+      [0, 2, /out of range/], // transpose flag
+      [6, 1, /out of range/], // A's last row runs past its end
+      [9, 1, /out of range/],
+      [13, 1, /out of range/],
+      [7, 2, /out of range/], // lda below K
+      [14, 1, /out of range/], // ldc below N
+      [2, -1, /out of range/],
+      [15, 2, /sgemm: kernel must be 0 \(OpenBLAS\) or 1 \(AVX-512\)/],
+      [15, "1", /expected a number/],
+      ...absent.map((c): [number, unknown, RegExp] => [15, c, c === 1 ? /sgemm: this CPU has no AVX-512 kernel/ : /sgemm: /]),
+    ];
+    for (const [i, v, re] of bad) {
+      const args: unknown[] = ok.slice();
+      args[i] = v;
+      assert.throws(() => b.sgemm(...args), re, `kernel ${kern}: argument ${i} = ${String(v)}`);
+      assert.deepEqual([...C], [7, 7, 7, 7], `kernel ${kern}: argument ${i}: nothing written`);
+    }
+    assert.throws(() => b.sgemm(0, 0), /expected 16 arguments/);
 
-  // gemmSlab reads its parameter block from the memory it writes: every field is checked
-  const mem = new Float32Array(256);
-  const P = new Int32Array(mem.buffer);
-  const block = (over: Record<number, number> = {}) => {
-    mem.fill(1, 64);
-    // 2x3 @ 3x2, rows split in shares of 1, A at 64, B at 80, C at 96
-    P.set([0, 0, 2, 2, 3, 3, 2, 2, 0, 1, 1, 96, 4, 64, 80]);
-    for (const [k, v] of Object.entries(over)) P[Number(k)] = v;
-  };
-  block();
-  addon.gemmSlab(mem, 0, 2, 0);
-  assert.deepEqual([...mem.subarray(96, 100)], [3, 3, 3, 3]);
-  const badBlocks: [Record<number, number>, number, number][] = [
-    [{ 2: 0 }, 0, 1], // M 0
-    [{ 5: 2 }, 0, 1], // lda below K
-    [{ 8: 2 }, 0, 1], // split flag
-    [{ 9: 0 }, 0, 1], // share 0
-    [{ 11: 255 }, 0, 1], // C past the end
-    [{ 14: 254 }, 0, 1], // B past the end
-    [{ 13: -1 }, 0, 1], // negative offset
-    [{ 10: 1000 }, 0, 1], // offsets past the end
-    [{}, 0, 3], // more shares than the product has
-    [{}, 1, 1], // empty share range
-  ];
-  for (const [over, lo, hi] of badBlocks) {
-    block(over);
-    assert.throws(() => addon.gemmSlab(mem, lo, hi, 0), /gemmSlab: parameter block or share out of range/, JSON.stringify(over));
-    assert.deepEqual([...mem.subarray(96, 100)], [1, 1, 1, 1], `${JSON.stringify(over)}: nothing written`);
+    // gemmSlab reads its parameter block from the memory it writes: every field is checked
+    const mem = new Float32Array(256);
+    const P = new Int32Array(mem.buffer);
+    const block = (over: Record<number, number> = {}) => {
+      mem.fill(1, 64);
+      // 2x3 @ 3x2, rows split in shares of 1, A at 64, B at 80, C at 96
+      P.set([0, 0, 2, 2, 3, 3, 2, 2, 0, 1, 1, 96, 4, kern, 64, 80]);
+      for (const [k, v] of Object.entries(over)) P[Number(k)] = v;
+    };
+    block();
+    b.gemmSlab(mem, 0, 2, 0);
+    assert.deepEqual([...mem.subarray(96, 100)], [3, 3, 3, 3]);
+    const badBlocks: [Record<number, number>, number, number, RegExp?][] = [
+      [{ 2: 0 }, 0, 1], // M 0
+      [{ 0: 3 }, 0, 1], // transpose flag
+      [{ 5: 2 }, 0, 1], // lda below K
+      [{ 8: 2 }, 0, 1], // split flag
+      [{ 9: 0 }, 0, 1], // share 0
+      [{ 11: 255 }, 0, 1], // C past the end
+      [{ 15: 254 }, 0, 1], // B past the end
+      [{ 14: -1 }, 0, 1], // negative offset
+      [{ 10: 1000 }, 0, 1], // offsets past the end
+      [{ 13: 9 }, 0, 1, /gemmSlab: kernel must be/],
+      ...absent.map((c): [Record<number, number>, number, number, RegExp] => [{ 13: c }, 0, 1, /gemmSlab: /]),
+      [{}, 0, 3], // more shares than the product has
+      [{}, 1, 1], // empty share range
+    ];
+    for (const [over, lo, hi, re] of badBlocks) {
+      block(over);
+      assert.throws(() => b.gemmSlab(mem, lo, hi, 0), re ?? /gemmSlab: parameter block or share out of range/, JSON.stringify(over));
+      assert.deepEqual([...mem.subarray(96, 100)], [1, 1, 1, 1], `${JSON.stringify(over)}: nothing written`);
+    }
+    assert.throws(() => b.gemmSlab(mem, 0, 1, 2), /out of range/, "an unaligned block");
+    assert.throws(() => b.gemmSlab(new Int32Array(4), 0, 1, 0), /expected a Float32Array/);
   }
-  assert.throws(() => addon.gemmSlab(mem, 0, 1, 2), /out of range/, "an unaligned block");
-  assert.throws(() => addon.gemmSlab(new Int32Array(4), 0, 1, 0), /expected a Float32Array/);
 });
 
-test("OpenBLAS sums do not depend on the thread count or on where the operands live", { skip: !wasm }, async () => {
-  setCpuBlas("auto");
+test("the bridge's sums do not depend on the thread count or on where the operands live", { skip: !wasm }, async () => {
   // jobs only split once a worker has started: start one so "2 threads" really runs two
   setNumThreads(2);
   unaryF32("exp", new Float32Array(1 << 17), 0, 1 << 17, new Float32Array(1 << 17));
@@ -226,23 +275,49 @@ test("OpenBLAS sums do not depend on the thread count or on where the operands l
   assert.ok(cpuInfo().workersReady >= 1, "a worker thread started");
   const [M, K, N] = [200, 300, 260];
   const A = arenaF32(M * K)!, B = arenaF32(K * N)!, C1 = arenaF32(M * N)!, C2 = arenaF32(M * N)!;
-  try {
-    fill(A.data, 11);
-    fill(B.data, 12);
+  const run = (k: BlasKernel | "auto"): void => {
+    setCpuBlas(k);
     setNumThreads(1);
     assert.ok(matmulF32(M, K, N, A.data, 0, K, 1, B.data, 0, N, 1, C1.data, 0));
     setNumThreads(2);
     for (let rep = 0; rep < 10; rep++) {
       C2.data.fill(0);
       assert.ok(matmulF32(M, K, N, A.data, 0, K, 1, B.data, 0, N, 1, C2.data, 0));
-      assert.deepEqual(C2.data, C1.data, `2 threads, rep ${rep}`);
+      assert.deepEqual(C2.data, C1.data, `${k}: 2 threads, rep ${rep}`);
     }
     const plain = new Float32Array(M * N);
     assert.ok(matmulF32(M, K, N, A.data.slice(), 0, K, 1, B.data.slice(), 0, N, 1, plain, 0));
-    assert.deepEqual(plain, C1.data, "plain arrays: the same shares, the same sums");
+    assert.deepEqual(plain, C1.data, `${k}: plain arrays, the same shares, the same sums`);
+  };
+  try {
+    fill(A.data, 11);
+    fill(B.data, 12);
+    run("auto");
+    for (const k of kernels) run(k);
   } finally {
+    setCpuBlas("auto");
     setNumThreads(2);
     [A, B, C1, C2].forEach((x) => x.release());
+  }
+});
+
+test("avx512: a product cut into shares sums exactly as one call, in every layout", { skip: !kernels.includes("avx512") }, () => {
+  const b = addon()!;
+  // shapes whose shares cut columns (N >= 64) or rows, with M and N edges and K over one block
+  for (const [M, K, N] of [[200, 300, 260], [131, 257, 40], [64, 513, 97]] as const) {
+    const { shares } = blasShares(M, N, "avx512");
+    assert.ok(shares > 1, `${M}x${K}x${N} is cut`);
+    for (const [ta, tb] of [[0, 0], [1, 0], [0, 1], [1, 1]] as const) {
+      const A = new Float32Array(M * K), B = new Float32Array(K * N);
+      fill(A, M + K + ta);
+      fill(B, N + K + tb);
+      const lda = ta ? M : K, ldb = tb ? K : N;
+      const whole = new Float32Array(M * N);
+      b.sgemm(ta, tb, M, N, K, A, 0, lda, B, 0, ldb, 0, whole, 0, N, 1);
+      const cut = new Float32Array(M * N);
+      withKernel("avx512", () => assert.ok(matmulF32(M, K, N, A, 0, ta ? 1 : K, ta ? M : 1, B, 0, tb ? 1 : N, tb ? K : 1, cut, 0)));
+      assert.deepEqual(cut, whole, `${M}x${K}x${N} ta ${ta} tb ${tb}`);
+    }
   }
 });
 
@@ -250,7 +325,7 @@ test("torch.matmul and nn.functional.linear agree with the wasm GEMM (strict, fu
   const x = torch.randn([4, 24, 40], { generator: new torch.Generator(1) });
   const w = torch.randn([56, 40], { generator: new torch.Generator(2) });
   const f = (a: torch.Tensor) => torch.matmul(torch.nn.functional.linear(a, w).relu(), w);
-  const run = async (blas: "auto" | "off") => {
+  const run = async (blas: BlasKernel | "auto" | "off") => {
     setCpuBlas(blas);
     try {
       const out: Float32Array[] = [];
@@ -261,15 +336,17 @@ test("torch.matmul and nn.functional.linear agree with the wasm GEMM (strict, fu
       setCpuBlas("auto");
     }
   };
-  const before = blasStats.calls;
-  const viaBlas = await run("auto");
-  if (loaded()) assert.ok(blasStats.calls - before >= 6, "the products ran through OpenBLAS");
   const mid = blasStats.calls;
   const viaWasm = await run("off");
   assert.equal(blasStats.calls, mid, "blas off: none did");
-  for (let m = 0; m < 3; m++) {
-    assert.deepEqual(viaBlas[m], viaBlas[0], `mode ${m} equals strict through the same GEMM`);
-    for (let i = 0; i < viaWasm[m]!.length; i++)
-      assert.ok(Math.abs(viaBlas[m]![i]! - viaWasm[m]![i]!) <= 1e-4 * (1 + Math.abs(viaWasm[m]![i]!)), `mode ${m} entry ${i}`);
+  for (const k of ["auto", ...kernels] as const) {
+    const before = blasStats.calls;
+    const viaBlas = await run(k);
+    if (k !== "auto" || loaded()) assert.ok(blasStats.calls - before >= 6, `${k}: the products ran through the bridge`);
+    for (let m = 0; m < 3; m++) {
+      assert.deepEqual(viaBlas[m], viaBlas[0], `${k}: mode ${m} equals strict through the same GEMM`);
+      for (let i = 0; i < viaWasm[m]!.length; i++)
+        assert.ok(Math.abs(viaBlas[m]![i]! - viaWasm[m]![i]!) <= 1e-4 * (1 + Math.abs(viaWasm[m]![i]!)), `${k}: mode ${m} entry ${i}`);
+    }
   }
 });

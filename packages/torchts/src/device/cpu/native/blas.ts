@@ -1,20 +1,29 @@
-// The optional native float32 GEMM on Node: the system's OpenBLAS through a small N-API bridge
-// (native/blas.c, built by scripts/build_native.mjs at install). 128-bit wasm SIMD caps a GEMM
-// at ~120 GFLOP/s on two cores; OpenBLAS' AVX2 / AVX-512 kernels run the same product about 2x
-// faster, and are what PyTorch's CPU matmul uses. Operands stay where they are (the bridge
+// The optional native float32 GEMM on Node, through a small N-API bridge (native/blas.c, built
+// by scripts/build_native.mjs at install) with two kernels:
+//   avx512   torchts' own (native/gemm_avx512.c), on CPUs with AVX-512: ~240 GFLOP/s a core here;
+//   openblas the system's OpenBLAS, what PyTorch's CPU matmul uses (Debian's 0.3.21 runs its
+//            256-bit Haswell kernels on AMD's AVX-512 cores: ~120 GFLOP/s a core here).
+// 128-bit wasm SIMD caps a GEMM at ~60 GFLOP/s a core. Operands stay where they are (the bridge
 // reads and writes views of the wasm memory in place). What it cannot express (a stride that is
-// neither rows nor columns, aliasing, the browser, no OpenBLAS) runs on the wasm GEMM instead.
-//   TORCHTS_CPU_BLAS=auto (default: OpenBLAS when it loads) | openblas (required) | off
+// neither rows nor columns, aliasing, the browser, no bridge) runs on the wasm GEMM instead.
+//   TORCHTS_CPU_BLAS=auto (default: avx512, else openblas, else wasm) | avx512 | openblas (required) | off
 
 export interface Bridge {
   sgemm(
     ta: number, tb: number, M: number, N: number, K: number,
     A: Float32Array, ao: number, lda: number, B: Float32Array, bo: number, ldb: number,
-    beta: number, C: Float32Array, co: number, ldc: number,
+    beta: number, C: Float32Array, co: number, ldc: number, kernel: number,
   ): void;
   /** One share [lo, hi) of the product whose parameter block (GEMM_PARAM) is at byte pb of mem. */
   gemmSlab(mem: Float32Array, lo: number, hi: number, pb: number): void;
   setThreads(n: number): void;
+  /** The kernels this machine runs, comma-separated: "avx512,openblas", "openblas", "". */
+  kernels(): string;
+  /** Units [lo, hi) of the attention whose parameter block (NATIVE_ATTN, native/attention.ts) is at byte pb of mem. */
+  attnFwd(mem: Float32Array, lo: number, hi: number, pb: number): void;
+  /** (hi - lo) x 4096 x 24 AVX-512 FMAs on the calling thread (a benchmark's hardware limit); mem is unused. */
+  fmaProbe(mem: Float32Array | null, lo: number, hi: number, unused?: number): number;
+  /** Why OpenBLAS did not load, or null. */
   error(): string | null;
   config(): string;
   /** Absolute path of the addon (workers load it themselves). */
@@ -22,96 +31,130 @@ export interface Bridge {
 }
 
 /** Int32 words of gemmSlab's parameter block, then (aOff, bOff) per product; offsets in floats. */
-export const GEMM_PARAM = { ta: 0, tb: 1, M: 2, N: 3, K: 4, lda: 5, ldb: 6, ldc: 7, byCols: 8, share: 9, nb: 10, co: 11, cStride: 12, offs: 13 } as const;
+export const GEMM_PARAM = { ta: 0, tb: 1, M: 2, N: 3, K: 4, lda: 5, ldb: 6, ldc: 7, byCols: 8, share: 9, nb: 10, co: 11, cStride: 12, kernel: 13, offs: 14 } as const;
+
+export type BlasKernel = "avx512" | "openblas";
+/** The bridge's number for each kernel (sgemm's last argument, GEMM_PARAM.kernel). */
+export const KERNEL_CODE: Record<BlasKernel, number> = { openblas: 0, avx512: 1 };
 
 /**
- * How a product is cut into single-threaded sgemm shares, from its shape alone (so its sums
- * never depend on threads): along the longer of M and N, at most 8 shares of 32 or more.
+ * How a product is cut into single-threaded shares, from its shape alone, at most 8. OpenBLAS:
+ * along the longer of M and N, 32 or more each, so its sums never depend on the thread count.
+ * avx512: its sums do not depend on the cut at all (each element is the same k-ordered sum), so
+ * shares only balance the threads: whole 32-column tiles while there are two of them per share
+ * (each share packs just its own columns of B and reads A in place), else rows, 12 at a time.
  */
-export function blasShares(M: number, N: number): { byCols: boolean; share: number; shares: number } {
+export function blasShares(M: number, N: number, kernel: BlasKernel = "openblas"): { byCols: boolean; share: number; shares: number } {
+  if (kernel === "avx512") {
+    const byCols = N >= 64, dim = byCols ? N : M, tile = byCols ? 32 : 12;
+    const share = Math.max(2 * tile, Math.ceil(Math.ceil(dim / 8) / tile) * tile);
+    return { byCols, share, shares: Math.ceil(dim / share) };
+  }
   const byCols = N > M;
   const dim = byCols ? N : M;
   const share = Math.max(32, Math.ceil(Math.ceil(dim / 8) / 16) * 16);
   return { byCols, share, shares: Math.ceil(dim / share) };
 }
 
-type Mode = "auto" | "openblas" | "off";
+type Mode = "auto" | BlasKernel | "off";
 type NodeProcess = { env?: Record<string, string | undefined>; getBuiltinModule?: (m: string) => unknown };
 
+/** The bridge and the kernel its products run. */
+export interface Blas {
+  bridge: Bridge;
+  kernel: BlasKernel;
+  /** KERNEL_CODE[kernel] */
+  code: number;
+}
+
+const MODES: readonly Mode[] = ["auto", "avx512", "openblas", "off"];
 const proc = (globalThis as { process?: NodeProcess }).process;
 let mode: Mode = envMode();
-let bridge: Bridge | null | undefined;
+let blas: Blas | null | undefined;
 let reason = "";
 
-/** Products OpenBLAS ran (tests check which path a call took). */
+/** Products the bridge ran (tests check which path a call took). */
 export const blasStats = { calls: 0 };
 
 function envMode(): Mode {
   const v = proc?.env?.TORCHTS_CPU_BLAS;
-  if (v === undefined || v === "" || v === "auto") return "auto";
-  if (v === "openblas" || v === "off") return v;
-  throw new Error(`TORCHTS_CPU_BLAS must be auto, openblas or off, got ${v}`);
+  if (v === undefined || v === "") return "auto";
+  if ((MODES as readonly string[]).includes(v)) return v as Mode;
+  throw new Error(`TORCHTS_CPU_BLAS must be auto, avx512, openblas or off, got ${v}`);
 }
 
 // packages/torchts/{src,dist}/device/cpu/native/ -> packages/torchts/build/native/
 const ADDON = "../../../../build/native/torchts_blas.node";
 
-function load(): Bridge | null {
-  if (mode === "off") {
-    reason = "TORCHTS_CPU_BLAS=off";
-    return null;
-  }
-  let b: Bridge | null = null;
+function loadBridge(): Bridge | null {
   try {
     const m = proc?.getBuiltinModule?.("node:module") as
       | { createRequire(u: string): ((p: string) => unknown) & { resolve(p: string): string } }
       | undefined;
-    if (!m) reason = "not running on Node";
-    else {
-      const req = m.createRequire(import.meta.url);
-      const path = req.resolve(ADDON);
-      b = Object.assign(Object.create(req(path) as object) as Bridge, { path });
+    if (!m) {
+      reason = "not running on Node";
+      return null;
     }
+    const req = m.createRequire(import.meta.url);
+    const path = req.resolve(ADDON);
+    return Object.assign(Object.create(req(path) as object) as Bridge, { path });
   } catch (e) {
     reason = `the native bridge is not built (npm run build:native -w torchts): ${(e as Error).message.split("\n")[0]}`;
+    return null;
   }
-  const err = b?.error();
-  if (b && err) {
-    reason = err;
-    b = null;
-  }
-  if (!b && mode === "openblas") throw new Error(`TORCHTS_CPU_BLAS=openblas: ${reason}`);
-  // the pool's threads split products; OpenBLAS' own threads would have to be woken per call
-  b?.setThreads(1);
-  return b;
 }
 
-/** The loaded bridge, or null (off, not built, no OpenBLAS, not Node). */
-export function blasBridge(): Bridge | null {
-  if (bridge === undefined) bridge = load();
-  return bridge;
+function load(): Blas | null {
+  if (mode === "off") {
+    reason = "TORCHTS_CPU_BLAS=off";
+    return null;
+  }
+  const b = loadBridge();
+  let kernel: BlasKernel | null = null;
+  if (b) {
+    const has = b.kernels().split(",");
+    kernel = mode === "auto" ? (has.includes("avx512") ? "avx512" : has.includes("openblas") ? "openblas" : null) : has.includes(mode) ? mode : null;
+    if (!kernel) reason = mode === "avx512" ? "this CPU has no AVX-512 kernel" : (b.error() ?? "OpenBLAS did not load");
+    // the pool's threads split products; OpenBLAS' own threads would have to be woken per call
+    if (has.includes("openblas")) b.setThreads(1);
+  }
+  if (!kernel && mode !== "auto") throw new Error(`TORCHTS_CPU_BLAS=${mode}: ${reason}`);
+  return b && kernel ? { bridge: b, kernel, code: KERNEL_CODE[kernel] } : null;
+}
+
+/** The bridge and its kernel, or null (off, not built, no kernel for this machine, not Node). */
+export function blasBridge(): Blas | null {
+  if (blas === undefined) blas = load();
+  return blas;
 }
 
 /** Selects the GEMM for products run from now on (tests; the env var is the usual way). */
 export function setCpuBlas(m: Mode): void {
-  if (m !== "auto" && m !== "openblas" && m !== "off") throw new Error(`setCpuBlas: expected auto, openblas or off, got ${String(m)}`);
-  const before = { mode, bridge, reason };
+  if (!MODES.includes(m)) throw new Error(`setCpuBlas: expected auto, avx512, openblas or off, got ${String(m)}`);
+  const before = { mode, blas, reason };
   mode = m;
-  bridge = undefined;
+  blas = undefined;
   reason = "";
-  if (m !== "openblas") return;
+  if (m === "auto" || m === "off") return;
   try {
     blasBridge(); // required: fail here, not at the first product
   } catch (e) {
-    ({ mode, bridge, reason } = before); // a failed switch leaves the previous choice in force
+    ({ mode, blas, reason } = before); // a failed switch leaves the previous choice in force
     throw e;
   }
 }
 
-/** What runs float32 products: OpenBLAS' build string, or "" with the reason it is not used. */
-export function blasInfo(): { blas: string; blasReason: string } {
+/** The AVX-512 kernel's name in blasInfo(). */
+export const AVX512_NAME = "torchts AVX-512 sgemm (12x32 tiles)";
+
+/**
+ * What runs float32 products: the kernel ("avx512", "openblas" or "" for the wasm GEMM), its
+ * description (OpenBLAS' build string and core), or the reason the wasm GEMM runs.
+ */
+export function blasInfo(): { blas: string; blasKernel: BlasKernel | ""; blasReason: string } {
   const b = blasBridge();
-  return { blas: b ? b.config() : "", blasReason: b ? "" : reason };
+  if (!b) return { blas: "", blasKernel: "", blasReason: reason };
+  return { blas: b.kernel === "avx512" ? AVX512_NAME : b.bridge.config(), blasKernel: b.kernel, blasReason: "" };
 }
 
 /** Row-major transpose flag and leading dimension of a strided R x C operand, or null. */

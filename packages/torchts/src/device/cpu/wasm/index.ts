@@ -2,4 +2,4 @@
 export { wasmRuntime, setCpuBackend, setNumThreads, getNumThreads, cpuInfo, type CpuInfo, type WasmRuntime } from "./runtime.js";
 export { matmulBatchedF32, matmulF32 } from "./matmul.js";
 export { unaryF32, affineTanhF32, softmaxRowsF32, sumRowsF32, isWasmUnary, arenaF32 } from "./ops.js";
-export { fmaPeak } from "./probe.js";
+export { fmaPeak, productPeak } from "./probe.js";

@@ -188,7 +188,7 @@ function slabFn(rt: WasmRuntime, b: Bridge): number {
 }
 
 /**
- * The products of matmulBatchedF32's contract through OpenBLAS, each cut into the shares
+ * The products of matmulBatchedF32's contract through the native bridge's kernel, each cut into the shares
  * blasShares gives its shape: in the shared memory the shares of all products are one pool job,
  * elsewhere one call each on this thread (same shares, same sums). False (nothing written) when
  * the bridge is off or cannot express the strides, or the output overlaps an operand.
@@ -199,14 +199,15 @@ function blasMatmul(
   B: F32, bOffs: ArrayLike<number>, sbk: number, sbn: number,
   out: F32, oo: number,
 ): boolean {
-  const b = blasBridge();
-  if (!b || K === 0 || M * N === 0) return false;
+  const blas = blasBridge();
+  if (!blas || K === 0 || M * N === 0) return false;
+  const b = blas.bridge;
   if (!(A instanceof Float32Array && B instanceof Float32Array && out instanceof Float32Array)) return false;
   const l = blasLayout(M, K, N, sam, sak, sbk, sbn);
   if (!l || overlaps(out, A) || overlaps(out, B)) return false;
   const [ta, lda, tb, ldb] = l;
   const nb = aOffs.length;
-  const { byCols, share, shares } = blasShares(M, N);
+  const { byCols, share, shares } = blasShares(M, N, blas.kernel);
   blasStats.calls += nb;
   if (!(inArena(rt, A) && inArena(rt, B) && inArena(rt, out))) {
     for (let i = 0; i < nb; i++)
@@ -214,7 +215,7 @@ function blasMatmul(
         const n = Math.min(share, (byCols ? N : M) - r0);
         const ao = aOffs[i]! + (byCols ? 0 : ta ? r0 : r0 * lda), bo = bOffs[i]! + (byCols ? (tb ? r0 * ldb : r0) : 0);
         const co = oo + i * M * N + (byCols ? r0 : r0 * N);
-        b.sgemm(ta, tb, byCols ? M : n, byCols ? n : N, K, A, ao, lda, B, bo, ldb, 0, out, co, N);
+        b.sgemm(ta, tb, byCols ? M : n, byCols ? n : N, K, A, ao, lda, B, bo, ldb, 0, out, co, N, blas.code);
       }
     return true;
   }
@@ -223,7 +224,7 @@ function blasMatmul(
   try {
     const p = rt.view(Int32Array, pb, words);
     const a0 = A.byteOffset / 4, b0 = B.byteOffset / 4;
-    p.set([ta, tb, M, N, K, lda, ldb, N, byCols ? 1 : 0, share, nb, out.byteOffset / 4 + oo, M * N]);
+    p.set([ta, tb, M, N, K, lda, ldb, N, byCols ? 1 : 0, share, nb, out.byteOffset / 4 + oo, M * N, blas.code]);
     for (let i = 0; i < nb; i++) {
       p[GP.offs + 2 * i] = a0 + aOffs[i]!;
       p[GP.offs + 2 * i + 1] = b0 + bOffs[i]!;

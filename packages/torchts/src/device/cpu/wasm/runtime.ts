@@ -125,9 +125,11 @@ export interface CpuInfo {
   cores: number;
   reason: string;
   arenaBytes: number;
-  /** OpenBLAS' build string when it runs float32 products (Node, native bridge built), else "". */
+  /** What runs float32 products natively (Node, bridge built): the AVX-512 kernel's name, or OpenBLAS' build string and core; "" for the wasm GEMM. */
   blas: string;
-  /** Why the wasm GEMM runs float32 products instead ("" when OpenBLAS does). */
+  /** That kernel: "avx512", "openblas", or "" (the wasm GEMM). */
+  blasKernel: "avx512" | "openblas" | "";
+  /** Why the wasm GEMM runs float32 products instead ("" when a native kernel does). */
   blasReason: string;
 }
 
@@ -143,7 +145,7 @@ export function cpuInfo(): CpuInfo {
     cores: f.cores,
     reason: r ? "" : reason,
     arenaBytes: r?.arena.reservedBytes ?? 0,
-    ...(r ? blasInfo() : { blas: "", blasReason: "the wasm backend is off" }),
+    ...(r ? blasInfo() : { blas: "", blasKernel: "" as const, blasReason: "the wasm backend is off" }),
   };
 }
 

@@ -1,0 +1,35 @@
+// The AVX-512 attention forward of the native bridge (native/attention_avx512.c), run by the
+// `attention` composite's cpu kernel for long-query calls (prefill, training forward) when the
+// bridge's AVX-512 kernel runs float32 products (TORCHTS_CPU_BLAS=auto or avx512 on such a CPU).
+// Probability-output (backward), two-segment and paged calls, decode-length queries and every
+// call elsewhere stay on the wasm flash kernel.
+import { blasBridge } from "./blas.js";
+import type { WasmRuntime } from "../wasm/runtime.js";
+
+/** Int32 words of attnFwd's parameter block (offsets and strides in floats; scale is a float32). */
+export const NATIVE_ATTN = {
+  q: 0, k: 1, v: 2, out: 3, B: 4, Hk: 5, nrep: 6, L: 7, S: 8, E: 9, Ev: 10, qsb: 11, qsh: 12, qsl: 13,
+  ksb: 14, ksh: 15, kss: 16, vsb: 17, vsh: 18, vss: 19, outRow: 20, causal: 21, hasMask: 22, mask: 23, msb: 24, msh: 25,
+  msl: 26, scale: 27, words: 28,
+} as const;
+/** Query rows per work unit, and the shortest query length worth a unit (decode stays on wasm). */
+export const NATIVE_ATTN_ROWS = 32;
+export const NATIVE_ATTN_MIN_L = 16;
+/** Largest head dim the kernel's scratch holds. */
+export const NATIVE_ATTN_MAX_DIM = 1024;
+
+/** Calls the native kernel took (tests check which path ran). */
+export const nativeAttnStats = { calls: 0 };
+
+let fn: { rt: WasmRuntime; fn: number } | undefined;
+
+/** The pool function running attnFwd on rt's memory, or null when the AVX-512 kernel is not in use. */
+export function nativeAttentionFn(rt: WasmRuntime): number | null {
+  const blas = blasBridge();
+  if (blas?.kernel !== "avx512") return null;
+  if (fn?.rt !== rt) {
+    const b = blas.bridge, memory = rt.memory;
+    fn = { rt, fn: rt.pool.addNative(b.path, "attnFwd", (lo, hi, pb) => b.attnFwd(new Float32Array(memory.buffer), lo!, hi!, pb!)) };
+  }
+  return fn.fn;
+}
