@@ -7,6 +7,7 @@
 // (torchts' pool threads each call it on their own shares; OpenBLAS' own threads are set to 1).
 #include "attention_avx512.h"
 #include "gemm_avx512.h"
+#include "w8a8_avx512.h"
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,7 +29,7 @@ static set_threads_t set_threads;
 static config_t get_config;
 static config_t get_corename;
 static char load_error[512];
-static int avx512;
+static int avx512, vnni;
 
 // 0 when the kernel can run, else 1 with the error thrown
 static int kernel_arg(napi_env env, int64_t k, const char* fn) {
@@ -63,6 +64,7 @@ static void load_blas(void) {
     setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
 #endif
   avx512 = tts_avx512_usable();
+  vnni = tts_vnni_usable();
   const char* env = getenv("TORCHTS_OPENBLAS");
   const char* names[] = {env, "libopenblas.so.0", "libopenblasp.so.0", "libopenblas.so", "libopenblas.dylib"};
   void* h = NULL;
@@ -274,6 +276,103 @@ bad:
   return NULL;
 }
 
+// The int8 prefill of linearW8A8 (w8a8_avx512.c). Parameter blocks are int32 words at byte pb of
+// mem; offsets are bytes (float32 arrays 4-aligned), row strides as named. Everything is checked
+// against the memory before a byte is read or written.
+// q8Rows(mem, lo, hi, pb): rows [lo, hi) of x quantized into xu (bytes) and sx
+enum { QR_X, QR_LDX, QR_K, QR_XU, QR_LDU, QR_KP, QR_SX, QR_M, QR_WORDS };
+// w8a8Slab(mem, lo, hi, pb): column shares [lo, hi) of the product (share u: columns u * share ..)
+enum { WS_XU, WS_LDU, WS_KP, WS_M, WS_MP, WS_N, WS_K, WS_GS, WS_Q, WS_S, WS_HASBIAS, WS_BIAS, WS_OUT, WS_LDO, WS_SX,
+       WS_SHARE, WS_WORDS };
+
+static const int32_t* block_arg(napi_env env, napi_callback_info info, const char* fn, int words, uint8_t** mem,
+                                int64_t* bytes, int64_t* lo, int64_t* hi) {
+  size_t argc = 4;
+  napi_value a[4];
+  napi_get_cb_info(env, info, &argc, a, NULL, NULL);
+  float* m;
+  size_t n;
+  int64_t pb;
+  if (argc != 4 || !f32_arg(env, a[0], &m, &n) || !int_arg(env, a[1], lo) || !int_arg(env, a[2], hi) ||
+      !int_arg(env, a[3], &pb))
+    return NULL;
+  char msg[96];
+  if (!vnni) {
+    snprintf(msg, sizeof msg, "%s: this CPU has no AVX-512 VNNI kernel", fn);
+    napi_throw_range_error(env, NULL, msg);
+    return NULL;
+  }
+  *mem = (uint8_t*)m;
+  *bytes = (int64_t)n * 4;
+  if (pb < 0 || pb % 4 || pb + 4LL * words > *bytes) {
+    snprintf(msg, sizeof msg, "%s: parameter block or units out of range", fn);
+    napi_throw_range_error(env, NULL, msg);
+    return NULL;
+  }
+  const int32_t* p = (const int32_t*)(*mem + pb);
+  for (int i = 0; i < words; i++)
+    if (p[i] < 0) {
+      snprintf(msg, sizeof msg, "%s: parameter block or units out of range", fn);
+      napi_throw_range_error(env, NULL, msg);
+      return NULL;
+    }
+  return p;
+}
+
+static napi_value js_q8_rows(napi_env env, napi_callback_info info) {
+  uint8_t* mem;
+  int64_t bytes, lo, hi;
+  const int32_t* p = block_arg(env, info, "q8Rows", QR_WORDS, &mem, &bytes, &lo, &hi);
+  if (!p) return NULL;
+  const int64_t K = p[QR_K], Kp = p[QR_KP], M = p[QR_M], ldx = p[QR_LDX], ldu = p[QR_LDU];
+  if (K < 1 || M < 1 || Kp != (K + 3) / 4 * 4 || ldx < K || ldu < Kp || p[QR_X] % 4 || p[QR_SX] % 4 ||
+      p[QR_X] + ((M - 1) * ldx + K) * 4 > bytes || p[QR_XU] + (M - 1) * ldu + Kp > bytes || p[QR_SX] + M * 4 > bytes ||
+      lo < 0 || lo >= hi || hi > M) {
+    napi_throw_range_error(env, NULL, "q8Rows: parameter block or units out of range");
+    return NULL;
+  }
+  tts_q8_rows_avx512((const float*)(mem + p[QR_X]), ldx, (int)K, mem + p[QR_XU], ldu, (int)Kp, (float*)(mem + p[QR_SX]),
+                     (int)lo, (int)hi);
+  return NULL;
+}
+
+static napi_value js_w8a8(napi_env env, napi_callback_info info) {
+  uint8_t* mem;
+  int64_t bytes, lo, hi;
+  const int32_t* p = block_arg(env, info, "w8a8Slab", WS_WORDS, &mem, &bytes, &lo, &hi);
+  if (!p) return NULL;
+  const int64_t K = p[WS_K], Kp = p[WS_KP], M = p[WS_M], Mp = p[WS_MP], N = p[WS_N], gs = p[WS_GS], ldu = p[WS_LDU],
+                ldo = p[WS_LDO], share = p[WS_SHARE];
+  const int64_t G = gs > 0 ? K / gs : 0;
+  // an int32 group sum of (q + 128) x w stays exact while gs * 255 * 127 < 2^31
+  if (K < 1 || M < 1 || N < 1 || Kp != (K + 3) / 4 * 4 || gs < 1 || (gs % 4 && gs != K) || K % gs || gs > 65536 ||
+      Mp < (M + 11) / 12 * 12 || ldu < Kp || ldo < N || share < 32 || share % 32 || p[WS_HASBIAS] > 1 ||
+      p[WS_S] % 4 || p[WS_BIAS] % 4 || p[WS_OUT] % 4 || p[WS_SX] % 4 || p[WS_XU] + (Mp - 1) * ldu + Kp > bytes ||
+      p[WS_SX] + M * 4 > bytes || p[WS_Q] + N * K > bytes || p[WS_S] + N * G * 4 > bytes ||
+      (p[WS_HASBIAS] && p[WS_BIAS] + N * 4 > bytes) || p[WS_OUT] + ((M - 1) * ldo + N) * 4 > bytes || lo < 0 ||
+      lo >= hi || hi > (N + share - 1) / share) {
+    napi_throw_range_error(env, NULL, "w8a8Slab: parameter block or units out of range");
+    return NULL;
+  }
+  tts_w8a8_t w = {mem + p[WS_XU], (const float*)(mem + p[WS_SX]), (const int8_t*)(mem + p[WS_Q]),
+                  (const float*)(mem + p[WS_S]), p[WS_HASBIAS] ? (const float*)(mem + p[WS_BIAS]) : NULL,
+                  (float*)(mem + p[WS_OUT]), (int)M, (int)N, (int)K, (int)Kp, (int)gs, ldu, ldo};
+  const int64_t n1 = hi * share < N ? hi * share : N;
+  if (!tts_w8a8_avx512(&w, (int)(lo * share), (int)n1)) {
+    napi_throw_error(env, NULL, "w8a8Slab: no scratch memory for the kernel");
+    return NULL;
+  }
+  return NULL;
+}
+
+// vnni(): whether this CPU runs the int8 kernels
+static napi_value js_vnni(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value r;
+  napi_get_boolean(env, vnni, &r);
+  return r;
+}
+
 // fmaProbe(mem, lo, hi, _): (hi - lo) x 4096 x 24 AVX-512 FMAs on this thread (the benchmarks'
 // peak); a pool function's signature, so the pool's threads can each run a share of the units
 static napi_value js_fma_probe(napi_env env, napi_callback_info info) {
@@ -327,6 +426,9 @@ static napi_value init(napi_env env, napi_value exports) {
       {"sgemm", NULL, js_sgemm, NULL, NULL, NULL, napi_default, NULL},
       {"gemmSlab", NULL, js_gemm_slab, NULL, NULL, NULL, napi_default, NULL},
       {"setThreads", NULL, js_set_threads, NULL, NULL, NULL, napi_default, NULL},
+      {"q8Rows", NULL, js_q8_rows, NULL, NULL, NULL, napi_default, NULL},
+      {"w8a8Slab", NULL, js_w8a8, NULL, NULL, NULL, napi_default, NULL},
+      {"vnni", NULL, js_vnni, NULL, NULL, NULL, napi_default, NULL},
       {"attnFwd", NULL, js_attn, NULL, NULL, NULL, napi_default, NULL},
       {"fmaProbe", NULL, js_fma_probe, NULL, NULL, NULL, napi_default, NULL},
       {"kernels", NULL, js_kernels, NULL, NULL, NULL, napi_default, NULL},

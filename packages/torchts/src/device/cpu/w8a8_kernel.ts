@@ -4,9 +4,10 @@
 //   out[i, n] = (sum_g f32(sum_{k in g} xq[i, k] * q[n, k]) * s[n, g]) * sx[i] (+ bias[n])
 // (the decomposition, nn/functional/quantized.ts, is linear(xq, q * s) * sx + bias).
 // Few rows (decode): each row is quantized by wasm on the calling thread, then the exact integer
-// dot products stream the weight across the threads (wasm/qdot.ts). Many rows (prefill): the
-// quantized rows, q * sx in float32, go through the GEMM with the dequantized weight (the same
-// products up to float32 rounding).
+// dot products stream the weight across the threads (wasm/qdot.ts). Many rows (prefill): on
+// AVX-512 VNNI CPUs the native int8 GEMM (native/w8a8.ts) computes the decode formula for all
+// rows at once, bit for bit; elsewhere the quantized rows, q * sx in float32, go through the
+// float GEMM with the dequantized weight (the same products up to float32 rounding).
 // Without wasm a JS loop computes the decode formula bit for bit (same integers, same float32 steps).
 import type { IRNode } from "../../ir/prims.js";
 import type { Arr, Kernel } from "./codegen.js";
@@ -14,6 +15,7 @@ import { matmulF32 } from "./wasm/matmul.js";
 import { MIN_ACT_SCALE, Q8_MAX_GROUP, actBytes } from "./wasm/qdot.js";
 import { wasmRuntime, type WasmRuntime } from "./wasm/runtime.js";
 import { addBias, check, inMem, ptrOf, stageRows } from "./quant_kernels.js";
+import { nativeW8A8Fns, nativeW8A8Stats, Q8_ROWS, W8A8_MAX_GROUP, W8A8_MR, W8A8_SLAB } from "./native/w8a8.js";
 
 const STREAM_MAX_M = 16;
 const MIN_MACS_PER_THREAD = 1 << 16;
@@ -88,10 +90,47 @@ function quantizeRow(X: Arr, base: number, sak: number, K: number, q: { [k: numb
   return sx;
 }
 
+/** The prefill on the native int8 GEMM: rows quantized once, then column shares across the threads. */
+function nativePrefill(
+  rt: WasmRuntime, fn: { q8: number; slab: number }, M: number, K: number, N: number, gs: number,
+  ins: Arr[], offs: number[], sam: number, sak: number, hasBias: boolean, O: Arr,
+): void {
+  const x = stageRows(rt, ins[0]!, offs[0]!, M, K, sam, sak);
+  const Kp = Math.ceil(K / 4) * 4, Mp = Math.ceil(M / W8A8_MR) * W8A8_MR;
+  const oDirect = inMem(rt, O) && O instanceof Float32Array;
+  const xu = rt.arena.alloc(Mp * Kp), sx = rt.arena.alloc(M * 4);
+  const pq = rt.arena.alloc(Q8_ROWS.words * 4), pw = rt.arena.alloc(W8A8_SLAB.words * 4);
+  const os = oDirect ? 0 : rt.arena.alloc(M * N * 4);
+  try {
+    const Q = rt.view(Int32Array, pq, Q8_ROWS.words);
+    Q.set([x.ptr, x.ld / 4, K, xu, Kp, Kp, sx, M]);
+    rt.pool.run(fn.q8, M, [pq], 1, Math.ceil(16384 / K));
+    // whole 32-column panels, at most 8 shares (each packs only its own columns)
+    const share = Math.max(64, Math.ceil(Math.ceil(N / 8) / 32) * 32);
+    const W = rt.view(Int32Array, pw, W8A8_SLAB.words);
+    W.set([
+      xu, Kp, Kp, M, Mp, N, K, gs, ptrOf(ins[1]!, offs[1]!), ptrOf(ins[2]!, offs[2]!), hasBias ? 1 : 0,
+      hasBias ? ptrOf(ins[3]!, offs[3]!) : 0, oDirect ? ptrOf(O, 0) : os, N, sx, share,
+    ]);
+    nativeW8A8Stats.calls++;
+    rt.pool.run(fn.slab, Math.ceil(N / share), [pw], 1, 1);
+    if (!oDirect) {
+      const v = rt.view(Float32Array, os, M * N);
+      for (let i = 0; i < M * N; i++) O[i] = v[i]!;
+    }
+  } finally {
+    x.release();
+    for (const p of [xu, sx, pq, pw]) rt.arena.release(p);
+    if (!oDirect) rt.arena.release(os);
+  }
+}
+
 function prefill(
   rt: WasmRuntime, M: number, K: number, N: number, gs: number,
   ins: Arr[], offs: number[], sam: number, sak: number, hasBias: boolean, O: Arr,
 ): void {
+  const nat = (gs % 4 === 0 || gs === K) && gs <= W8A8_MAX_GROUP && (!hasBias || ins[3] instanceof Float32Array) ? nativeW8A8Fns(rt) : null;
+  if (nat) return nativePrefill(rt, nat, M, K, N, gs, ins, offs, sam, sak, hasBias, O);
   const x = stageRows(rt, ins[0]!, offs[0]!, M, K, sam, sak);
   const xp = rt.arena.alloc(M * K * 4), wp = rt.arena.alloc(N * K * 4);
   try {

@@ -21,6 +21,12 @@ export interface Bridge {
   kernels(): string;
   /** Units [lo, hi) of the attention whose parameter block (NATIVE_ATTN, native/attention.ts) is at byte pb of mem. */
   attnFwd(mem: Float32Array, lo: number, hi: number, pb: number): void;
+  /** Rows [lo, hi) quantized for the int8 GEMM (parameter block Q8_ROWS, native/w8a8.ts). */
+  q8Rows(mem: Float32Array, lo: number, hi: number, pb: number): void;
+  /** Column shares [lo, hi) of the int8 GEMM (parameter block W8A8_SLAB, native/w8a8.ts). */
+  w8a8Slab(mem: Float32Array, lo: number, hi: number, pb: number): void;
+  /** Whether this CPU runs the int8 kernels (AVX-512 VNNI). */
+  vnni(): boolean;
   /** (hi - lo) x 4096 x 24 AVX-512 FMAs on the calling thread (a benchmark's hardware limit); mem is unused. */
   fmaProbe(mem: Float32Array | null, lo: number, hi: number, unused?: number): number;
   /** Why OpenBLAS did not load, or null. */
