@@ -226,15 +226,18 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-// decode ratio of the best torchts mode to llama.cpp at the same thread count
-const best = (prefix: string, t: string) =>
-  Math.max(0, ...[...results].filter(([k]) => k.startsWith(prefix) && k.endsWith(`(${t})`)).map(([, v]) => v.decode));
-for (const t of [...new Set([THREADS, 1])].flatMap((n) => [`${n}t`, ...(BATCH > 1 ? [`${n}t, batch ${BATCH}`] : [])]))
-  for (const [ours, theirs] of [
-    ["torchts f32", `llama.cpp f32 (${t})`], ["torchts int8", `llama.cpp q8_0 (${t})`], ["torchts w8a8", `llama.cpp q8_0 (${t})`],
-  ] as const) {
-    const a = best(ours, t);
-    const b = results.get(theirs)?.decode;
-    if (a && b) console.log(`decode ${ours} (best mode, ${t}) / ${theirs}: ${(a / b).toFixed(2)}x (${a.toFixed(1)} vs ${b.toFixed(1)} tok/s)`);
-  }
+// prefill and decode ratios of the best torchts mode to llama.cpp at the same thread count
+const best = (prefix: string, t: string, what: "prefill" | "decode") =>
+  Math.max(0, ...[...results].filter(([k]) => k.startsWith(prefix) && k.endsWith(`(${t})`)).map(([, v]) => v[what]));
+for (const what of ["prefill", "decode"] as const)
+  for (const t of [...new Set([THREADS, 1])].flatMap((n) => [`${n}t`, ...(BATCH > 1 ? [`${n}t, batch ${BATCH}`] : [])]))
+    for (const [ours, theirs] of [
+      ["torchts f32", `llama.cpp f32 (${t})`], ["torchts int8", `llama.cpp q8_0 (${t})`], ["torchts w8a8", `llama.cpp q8_0 (${t})`],
+    ] as const) {
+      const a = best(ours, t, what);
+      const b = results.get(theirs)?.[what];
+      if (!a || !b) continue;
+      console.log(`${what} ${ours} (best mode, ${t}) / ${theirs}: ${(a / b).toFixed(2)}x (${a.toFixed(1)} vs ${b.toFixed(1)} tok/s)`);
+      emit({ suite: "ratio", workload: `${what}${t.includes("batch") ? ` x${BATCH}` : ""}`, variant: `${ours} / ${theirs}`, note: `${(a / b).toFixed(2)}x (${a.toFixed(1)} vs ${b.toFixed(1)} tok/s)` });
+    }
 console.log(`load average at the end: ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
