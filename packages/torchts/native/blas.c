@@ -7,6 +7,7 @@
 // (torchts' pool threads each call it on their own shares; OpenBLAS' own threads are set to 1).
 #include "attention_avx512.h"
 #include "gemm_avx512.h"
+#include "im2col.h"
 #include "w8a8_avx512.h"
 #include <dlfcn.h>
 #include <stdint.h>
@@ -365,6 +366,42 @@ static napi_value js_w8a8(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// im2col(mem, lo, hi, pb): rows [lo, hi) of one image's im2col matrix (im2col.c); the block's
+// int32 words are IC_* below, offsets in floats. Runs on any CPU (the GEMM that follows picks its kernel).
+enum { IC_X, IC_CG, IC_H, IC_W, IC_KH, IC_KW, IC_OH, IC_OW, IC_SH, IC_SW, IC_PH, IC_PW, IC_DH, IC_DW, IC_COLS, IC_LDC,
+       IC_WORDS };
+
+static napi_value js_im2col(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value a[4];
+  napi_get_cb_info(env, info, &argc, a, NULL, NULL);
+  float* mem;
+  size_t n;
+  int64_t lo, hi, pb;
+  if (argc != 4 || !f32_arg(env, a[0], &mem, &n) || !int_arg(env, a[1], &lo) || !int_arg(env, a[2], &hi) ||
+      !int_arg(env, a[3], &pb))
+    return NULL;
+  const int64_t words = (int64_t)n;
+  if (pb < 0 || pb % 4 || pb / 4 + IC_WORDS > words) goto bad;
+  const int32_t* p = (const int32_t*)mem + pb / 4;
+  for (int i = 0; i < IC_WORDS; i++)
+    if (p[i] < 0) goto bad;
+  const int64_t Cg = p[IC_CG], H = p[IC_H], W = p[IC_W], KH = p[IC_KH], KW = p[IC_KW], OH = p[IC_OH], OW = p[IC_OW];
+  const int64_t K = Cg * KH * KW;
+  if (Cg < 1 || H < 1 || W < 1 || KH < 1 || KW < 1 || OH < 1 || OW < 1 || p[IC_SH] < 1 || p[IC_SW] < 1 ||
+      p[IC_DH] < 1 || p[IC_DW] < 1 || p[IC_LDC] < OH * OW || p[IC_X] + Cg * H * W > words ||
+      p[IC_COLS] + (K - 1) * p[IC_LDC] + OH * OW > words || K >= (1LL << 31) || lo < 0 || lo >= hi || hi > K)
+    goto bad;
+  // every read inside x: the kernel only reads rows 0 <= ih < H and columns 0 <= iw < W
+  tts_im2col_t ic = {mem + p[IC_X], mem + p[IC_COLS], (int)Cg, (int)H, (int)W, (int)KH, (int)KW, (int)OH, (int)OW,
+                     p[IC_SH], p[IC_SW], p[IC_PH], p[IC_PW], p[IC_DH], p[IC_DW], p[IC_LDC]};
+  tts_im2col(&ic, (int)lo, (int)hi);
+  return NULL;
+bad:
+  napi_throw_range_error(env, NULL, "im2col: parameter block or rows out of range");
+  return NULL;
+}
+
 // vnni(): whether this CPU runs the int8 kernels
 static napi_value js_vnni(napi_env env, napi_callback_info info) {
   (void)info;
@@ -428,6 +465,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"setThreads", NULL, js_set_threads, NULL, NULL, NULL, napi_default, NULL},
       {"q8Rows", NULL, js_q8_rows, NULL, NULL, NULL, napi_default, NULL},
       {"w8a8Slab", NULL, js_w8a8, NULL, NULL, NULL, napi_default, NULL},
+      {"im2col", NULL, js_im2col, NULL, NULL, NULL, napi_default, NULL},
       {"vnni", NULL, js_vnni, NULL, NULL, NULL, napi_default, NULL},
       {"attnFwd", NULL, js_attn, NULL, NULL, NULL, napi_default, NULL},
       {"fmaProbe", NULL, js_fma_probe, NULL, NULL, NULL, napi_default, NULL},

@@ -23,6 +23,9 @@
 #define G_KC 256
 #define G_MC 192
 #define G_NC 512
+#ifndef G_INPLACE_M
+#define G_INPLACE_M 128 // fewer rows than this read a plain B in place
+#endif
 
 #define G_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")))
 
@@ -104,14 +107,15 @@ G_TARGET static void g_pack_b(int tb, const float* B, int64_t ldb, int k0, int k
   }
 
 // A read in place, element (r, k) at a[r * lda + k]: op(A) = A, G_MR full rows
-G_TARGET static void g_kernel_rows(int kc, const float* a, int64_t lda, const float* bp, float* C, int64_t ldc, int h,
-                                   int w, int mode, float beta) {
+G_TARGET static void g_kernel_rows(int kc, const float* a, int64_t lda, const float* bp, int64_t ldb, float* C,
+                                   int64_t ldc, int h, int w, int mode, float beta) {
+  const __mmask16 bm0 = g_mask(w), bm1 = g_mask(w - 16);
   __m512 c[G_MR][2];
 #pragma GCC unroll 12
   for (int r = 0; r < G_MR; r++) c[r][0] = c[r][1] = _mm512_setzero_ps();
   const float *a0 = a, *a3 = a + 3 * lda, *a6 = a + 6 * lda, *a9 = a + 9 * lda;
   for (int k = 0; k < kc; k++) {
-    const __m512 b0 = _mm512_load_ps(bp + k * G_NR), b1 = _mm512_load_ps(bp + k * G_NR + 16);
+    const __m512 b0 = _mm512_maskz_loadu_ps(bm0, bp + k * ldb), b1 = _mm512_maskz_loadu_ps(bm1, bp + k * ldb + 16);
 #define G_ROW(r, p, o)                                    \
   {                                                       \
     const __m512 x = _mm512_set1_ps(p[o * lda + k]);       \
@@ -126,13 +130,14 @@ G_TARGET static void g_kernel_rows(int kc, const float* a, int64_t lda, const fl
 }
 
 // element (r, k) at a[k * lda + r]: op(A) = A^T read in place, or a packed edge panel (lda = G_MR)
-G_TARGET static void g_kernel_cols(int kc, const float* a, int64_t lda, const float* bp, float* C, int64_t ldc, int h,
-                                   int w, int mode, float beta) {
+G_TARGET static void g_kernel_cols(int kc, const float* a, int64_t lda, const float* bp, int64_t ldb, float* C,
+                                   int64_t ldc, int h, int w, int mode, float beta) {
+  const __mmask16 bm0 = g_mask(w), bm1 = g_mask(w - 16);
   __m512 c[G_MR][2];
 #pragma GCC unroll 12
   for (int r = 0; r < G_MR; r++) c[r][0] = c[r][1] = _mm512_setzero_ps();
   for (int k = 0; k < kc; k++) {
-    const __m512 b0 = _mm512_load_ps(bp + k * G_NR), b1 = _mm512_load_ps(bp + k * G_NR + 16);
+    const __m512 b0 = _mm512_maskz_loadu_ps(bm0, bp + k * ldb), b1 = _mm512_maskz_loadu_ps(bm1, bp + k * ldb + 16);
     const float* ak = a + k * lda;
 #pragma GCC unroll 12
     for (int r = 0; r < G_MR; r++) {
@@ -163,20 +168,26 @@ G_TARGET static int g_sgemm(int ta, int tb, int M, int N, int K, const float* A,
     return 1;
   }
   const int mfull = M - M % G_MR;
+  // few rows: read op(B) = B's rows in place (a packed element would serve only M / 12 tiles);
+  // the sums are the same either way
+  const int inplace = !tb && M < G_INPLACE_M;
+  const int64_t bl = inplace ? ldb : G_NR; // a panel's row stride
   for (int jc = 0; jc < N; jc += G_NC) {
     const int nc = N - jc < G_NC ? N - jc : G_NC;
     for (int pc = 0; pc < K; pc += G_KC) {
       const int kc = K - pc < G_KC ? K - pc : G_KC;
       const int mode = pc > 0 ? 1 : beta != 0.0f ? 2 : 0;
-      g_pack_b(tb, B, ldb, pc, kc, jc, nc, g_bp);
+      if (!inplace) g_pack_b(tb, B, ldb, pc, kc, jc, nc, g_bp);
+      // panel jr of this block: packed ([kc][G_NR] at jr * kc), or B's rows from (pc, jc + jr)
+#define G_PANEL(jr) (inplace ? B + (int64_t)pc * ldb + jc + (jr) : g_bp + (int64_t)(jr) * kc)
       for (int ic = 0; ic < mfull; ic += G_MC) {
         const int mc = (mfull - ic < G_MC ? mfull - ic : G_MC);
         for (int jr = 0; jr < nc; jr += G_NR) {
           const int w = nc - jr < G_NR ? nc - jr : G_NR;
           for (int ir = ic; ir < ic + mc; ir += G_MR) {
             float* c = C + (int64_t)ir * ldc + jc + jr;
-            if (ta) g_kernel_cols(kc, A + (int64_t)pc * lda + ir, lda, g_bp + (int64_t)jr * kc, c, ldc, G_MR, w, mode, beta);
-            else g_kernel_rows(kc, A + (int64_t)ir * lda + pc, lda, g_bp + (int64_t)jr * kc, c, ldc, G_MR, w, mode, beta);
+            if (ta) g_kernel_cols(kc, A + (int64_t)pc * lda + ir, lda, G_PANEL(jr), bl, c, ldc, G_MR, w, mode, beta);
+            else g_kernel_rows(kc, A + (int64_t)ir * lda + pc, lda, G_PANEL(jr), bl, c, ldc, G_MR, w, mode, beta);
           }
         }
       }
@@ -186,9 +197,10 @@ G_TARGET static int g_sgemm(int ta, int tb, int M, int N, int K, const float* A,
           for (int r = 0; r < G_MR; r++)
             g_ep[k * G_MR + r] = r < h ? (ta ? A[(int64_t)(pc + k) * lda + mfull + r] : A[(int64_t)(mfull + r) * lda + pc + k]) : 0.0f;
         for (int jr = 0; jr < nc; jr += G_NR)
-          g_kernel_cols(kc, g_ep, G_MR, g_bp + (int64_t)jr * kc, C + (int64_t)mfull * ldc + jc + jr, ldc, h,
+          g_kernel_cols(kc, g_ep, G_MR, G_PANEL(jr), bl, C + (int64_t)mfull * ldc + jc + jr, ldc, h,
                         nc - jr < G_NR ? nc - jr : G_NR, mode, beta);
       }
+#undef G_PANEL
     }
   }
   return 1;

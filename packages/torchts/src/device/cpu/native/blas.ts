@@ -25,6 +25,8 @@ export interface Bridge {
   q8Rows(mem: Float32Array, lo: number, hi: number, pb: number): void;
   /** Column shares [lo, hi) of the int8 GEMM (parameter block W8A8_SLAB, native/w8a8.ts). */
   w8a8Slab(mem: Float32Array, lo: number, hi: number, pb: number): void;
+  /** Rows [lo, hi) of one image's im2col matrix (parameter block IM2COL, native/conv.ts). */
+  im2col(mem: Float32Array, lo: number, hi: number, pb: number): void;
   /** Whether this CPU runs the int8 kernels (AVX-512 VNNI). */
   vnni(): boolean;
   /** (hi - lo) x 4096 x 24 AVX-512 FMAs on the calling thread (a benchmark's hardware limit); mem is unused. */

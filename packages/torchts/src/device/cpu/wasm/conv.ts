@@ -2,11 +2,15 @@
 // image and group, where the im2col matrix is never built: conv_pack gathers the input straight
 // into the GEMM's packed B panels (8 output pixels x K), in parallel with the weight panels. The
 // output is NCHW already (rows = output channels), and the bias seeds the accumulators.
+// With a native GEMM kernel in use (native/blas.ts) an ungrouped convolution instead builds each
+// image's im2col matrix natively and multiplies on that kernel (3-4x the wasm GEMM's rate), the
+// bias as one more row of ones against a bias column of the weight.
 import type { IRNode } from "../../../ir/prims.js";
 import type { Arr, Kernel } from "../codegen.js";
 import { Fn, I32, OP } from "./emitter.js";
 import { GEMM, GEMM_FN, P, XOP, field, fusedColsDriver, ifElse, packUnits } from "./gemm.js";
-import { gemmBlock, runGemm } from "./matmul.js";
+import { gemmBlock, matmulF32, runGemm } from "./matmul.js";
+import { IM2COL, IM2COL_MAX, nativeConvStats, nativeIm2colFn } from "../native/conv.js";
 import { inArena } from "./ops.js";
 import { wasmRuntime, type WasmRuntime } from "./runtime.js";
 
@@ -174,9 +178,9 @@ function contiguousFrom(rt: WasmRuntime, v: View, from: number, held: number[]):
   return { ptr, st0: from > 0 ? inner * 4 : 0 };
 }
 
-/** out (contiguous NCHW) = conv2d(x, w) + bias on the wasm GEMM. */
+/** out (contiguous NCHW) = conv2d(x, w) + bias on the native GEMM (ungrouped) or the wasm GEMM. */
 export function conv2dWasm(rt: WasmRuntime, g: Conv2dGeom, x: View, w: View, bias: View | null, O: Arr): void {
-  const { N, Cin, H, W, Cout, KH, KW, OH, OW, groups } = g;
+  const { N, Cin, Cout, KH, KW, OH, OW, groups } = g;
   const Cg = Cin / groups, Cog = Cout / groups, K = Cg * KH * KW, OHW = OH * OW;
   const held: number[] = [];
   const blk = gemmBlock(rt, Cog, K, OHW, true);
@@ -191,7 +195,61 @@ export function conv2dWasm(rt: WasmRuntime, g: Conv2dGeom, x: View, w: View, bia
       out = rt.arena.alloc(Math.max(1, N * Cout * OHW) * 4);
       held.push(out);
     }
-    const p = blk.g;
+    const nat = groups === 1 && (K + 1) * OHW <= IM2COL_MAX ? nativeIm2colFn(rt) : null;
+    if (nat !== null) nativeConv(rt, nat, g, xs, ws, bs, out, held);
+    else wasmConv(rt, g, blk.g, xs, ws, bs, out);
+    if (!direct) {
+      const r = rt.view(Float32Array, out, N * Cout * OHW);
+      if (O instanceof Float32Array) O.set(r);
+      else for (let i = 0; i < r.length; i++) O[i] = r[i]!;
+    }
+  } finally {
+    blk.release();
+    for (let i = held.length - 1; i >= 0; i--) rt.arena.release(held[i]!);
+  }
+}
+
+type Ptr = { ptr: number; st0: number };
+
+/** Per image: the im2col matrix (native, the pool's threads), then one product on the native GEMM. */
+function nativeConv(rt: WasmRuntime, fn: number, g: Conv2dGeom, xs: Ptr, ws: Ptr, bs: Ptr | null, out: number, held: number[]): void {
+  const { N, Cin, H, W, Cout, KH, KW, OH, OW } = g;
+  const K = Cin * KH * KW, OHW = OH * OW, Kb = K + (bs ? 1 : 0);
+  // the weight's rows [Cout, K], and with a bias one more column holding it
+  let wp = ws.ptr, lda = ws.st0 / 4;
+  if (bs) {
+    wp = rt.arena.alloc(Cout * Kb * 4);
+    held.push(wp);
+    const src = rt.view(Float32Array, ws.ptr, (Cout - 1) * lda + K), dst = rt.view(Float32Array, wp, Cout * Kb);
+    const b = rt.view(Float32Array, bs.ptr, Cout);
+    for (let co = 0; co < Cout; co++) {
+      dst.set(src.subarray(co * lda, co * lda + K), co * Kb);
+      dst[co * Kb + K] = b[co]!;
+    }
+    lda = Kb;
+  }
+  const cols = rt.arena.alloc(Kb * OHW * 4);
+  held.push(cols);
+  if (bs) rt.view(Float32Array, cols + K * OHW * 4, OHW).fill(1);
+  const pb = rt.arena.alloc(IM2COL.words * 4);
+  held.push(pb);
+  const P = rt.view(Int32Array, pb, IM2COL.words);
+  P.set([0, Cin, H, W, KH, KW, OH, OW, g.stride[0], g.stride[1], g.pad[0], g.pad[1], g.dil[0], g.dil[1], cols / 4, OHW]);
+  const A = rt.view(Float32Array, wp, (Cout - 1) * lda + Kb), B = rt.view(Float32Array, cols, Kb * OHW);
+  const C = rt.view(Float32Array, out, N * Cout * OHW);
+  nativeConvStats.calls++;
+  for (let n = 0; n < N; n++) {
+    P[IM2COL.x] = (xs.ptr + n * xs.st0) / 4;
+    rt.pool.run(fn, K, [pb], 1, Math.ceil(16384 / OHW));
+    matmulF32(Cout, Kb, OHW, A, 0, lda, 1, B, 0, OHW, 1, C, n * Cout * OHW);
+  }
+}
+
+/** Per image and group: the wasm GEMM with conv_pack gathering the input into its panels. */
+function wasmConv(rt: WasmRuntime, g: Conv2dGeom, p: Int32Array, xs: Ptr, ws: Ptr, bs: Ptr | null, out: number): void {
+  const { N, Cin, H, W, Cout, KH, KW, OH, OW, groups } = g;
+  const Cg = Cin / groups, Cog = Cout / groups, K = Cg * KH * KW, OHW = OH * OW;
+  {
     const set = (off: number, v: number) => (p[off / 4] = v);
     set(P.sam, ws.st0); set(P.sak, 4); set(P.ldc, OHW * 4);
     set(P.H, H); set(P.W, W); set(P.OH, OH); set(P.OW, OW); set(P.KH, KH); set(P.KW, KW); set(P.Cg, Cg);
@@ -207,14 +265,6 @@ export function conv2dWasm(rt: WasmRuntime, g: Conv2dGeom, x: View, w: View, bia
         set(P.bias, bs ? bs.ptr + gi * Cog * 4 : zero);
         runGemm(rt, p, Cog, K, OHW, fns);
       }
-    if (!direct) {
-      const r = rt.view(Float32Array, out, N * Cout * OHW);
-      if (O instanceof Float32Array) O.set(r);
-      else for (let i = 0; i < r.length; i++) O[i] = r[i]!;
-    }
-  } finally {
-    blk.release();
-    for (let i = held.length - 1; i >= 0; i--) rt.arena.release(held[i]!);
   }
 }
 
