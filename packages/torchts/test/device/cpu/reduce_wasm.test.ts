@@ -67,3 +67,27 @@ test("the wasm reducer is what strict eager runs for a leading-dims sum (not the
   torch.withEagerMode("strict", () => x.sum([0, 1]));
   assert.ok(wasmFusedStats.runs > before, "a wasm fused kernel ran");
 });
+
+test("fused column sums whose inputs broadcast inside the kept dims (a layer norm weight gradient) run in wasm, equal to strict", { skip: !on }, async () => {
+  torch.manualSeed(12);
+  // sum over the batch of dy * (x - mean) * rstd with mean, rstd [B, T, 1] broadcast over C: the
+  // kept dims [T, C] see strides (1, 0) in the statistics, two levels of output index
+  for (const [B, T, C] of [[4, 64, 128], [3, 5, 12], [2, 7, 4]]) {
+    const dy = torch.randn([B, T, C]), x = torch.randn([B, T, C]);
+    const mean = torch.randn([B, T, 1]), rstd = torch.rand([B, T, 1]).add(0.5);
+    const f = () => dy.mul(x.sub(mean).mul(rstd)).add(dy).sum(0);
+    const want = (await torch.withEagerMode("strict", f).data()) as Float32Array;
+    const before = { ...wasmFusedStats };
+    const got = (await torch.withEagerMode("fused", f).data()) as Float32Array;
+    assert.ok(wasmFusedStats.built > before.built && wasmFusedStats.declined === before.declined, `[${B}, ${T}, ${C}]: the wasm reduction was built`);
+    assert.deepEqual(got, want, `[${B}, ${T}, ${C}]`);
+    const compiled = (await torch.compile(f)().data()) as Float32Array;
+    assert.deepEqual(compiled, want, `[${B}, ${T}, ${C}] compiled`);
+  }
+  // a row length not a multiple of 4 keeps the JS kernel, with the same values
+  const dy = torch.randn([3, 5, 6]), s = torch.rand([3, 5, 1]);
+  const g = () => dy.mul(s).sum(0);
+  const before = wasmFusedStats.declined;
+  assert.deepEqual(await torch.withEagerMode("fused", g).data(), await torch.withEagerMode("strict", g).data());
+  assert.ok(wasmFusedStats.declined > before, "C = 6: declined");
+});

@@ -28,7 +28,14 @@ export interface ReductionPlan {
   f32Lanes: boolean; // strict runs this sum as the 4-lane float32 sum_rows kernel
   /** rows: each output reduces a contiguous run; cols: kept dims trail, outputs are vectorized. */
   layout: "rows" | "cols";
-  outer: number[]; // cols: per external input, its stride along the output index
+  outer: number[]; // cols: per external input, its stride along the output index (within a row when rowLen)
+  /**
+   * cols, when some input's kept strides do not collapse to one (a [B, T, 1] statistic broadcast
+   * over C in a layer norm's weight gradient): the kept index is rows of rowLen (a multiple of 4,
+   * so a vector of outputs never straddles two), with stride outerRow per row; 0 otherwise.
+   */
+  rowLen: number;
+  outerRow: number[];
 }
 
 /** True when strict eager sums this reduce with the wasm sum_rows kernel (float32 lanes). */
@@ -79,6 +86,7 @@ export function reductionPlan(g: FusedGraph): ReductionPlan | null {
     if (c.shape.length > 1) return null;
     return c.shape.length === 0 ? 0 : c.strides[1]![0]!;
   };
+  let oneStride = true;
   g.srcs.forEach((s, j) =>
     s.forEach((x, i) => {
       if (!("ext" in x)) return;
@@ -86,7 +94,7 @@ export function reductionPlan(g: FusedGraph): ReductionPlan | null {
       strides[x.ext] = st;
       if (layout === "cols") {
         const b = single(keptShape, st);
-        if (b === null) ok = false;
+        if (b === null) oneStride = false;
         else outer[x.ext] = b;
       }
       if (j > r) return;
@@ -97,7 +105,20 @@ export function reductionPlan(g: FusedGraph): ReductionPlan | null {
     }),
   );
   if (!ok) return null;
-  return { op, n, outElems: inElems / n, inElems, kept, inner, prologue, strides, f32Lanes: strictUsesSumRows(red), layout, outer };
+  // kept strides that need two levels: rows x a run of rowLen outputs, jointly for every input
+  let rowLen = 0;
+  const outerRow: number[] = new Array<number>(K).fill(0);
+  if (!oneStride) {
+    const exts = strides.map((st, k) => [k, st] as const).filter(([, st]) => st !== undefined);
+    const c = collapse(keptShape, [contiguousStrides(keptShape), ...exts.map(([, st]) => st!)]);
+    if (c.shape.length !== 2 || c.shape[1]! % 4 !== 0) return null;
+    rowLen = c.shape[1]!;
+    exts.forEach(([k], q) => {
+      outerRow[k] = c.strides[q + 1]![0]!;
+      outer[k] = c.strides[q + 1]![1]!;
+    });
+  }
+  return { op, n, outElems: inElems / n, inElems, kept, inner, prologue, strides, f32Lanes: strictUsesSumRows(red), layout, outer, rowLen, outerRow };
 }
 
 /** k(lo, hi, argp): outputs [lo, hi) of the reduction (each a run of n input elements). */
@@ -236,7 +257,16 @@ function emitCols(g: FusedGraph, P: ReductionPlan, fma: boolean): Fn {
     }
     f.set(e[k]!);
   };
-  const atOutput = (k: number) => f.get(base[k]!).get(o).i32(4 * P.outer[k]!).op(OP.i32mul).op(OP.i32add).set(p[k]!);
+  // an input's address at output o: o * outer, or with rows (o / rowLen) * outerRow + (o % rowLen) * outer
+  const atOutput = (k: number) => {
+    f.get(base[k]!);
+    if (P.rowLen === 0) f.get(o).i32(4 * P.outer[k]!).op(OP.i32mul).op(OP.i32add);
+    else {
+      f.get(o).i32(P.rowLen).op(I32_DIV_U).i32(4 * P.outerRow[k]!).op(OP.i32mul).op(OP.i32add);
+      f.get(o).i32(P.rowLen).op(I32_REM_U).i32(4 * P.outer[k]!).op(OP.i32mul).op(OP.i32add);
+    }
+    f.set(p[k]!);
+  };
   const block = (vector: boolean) => {
     for (let k = 0; k < K; k++) if (used(k) && P.prologue[k]) atOutput(k);
     for (const [, q] of proOut) f.get(base[K + q]!).get(o).i32(4).op(OP.i32mul).op(OP.i32add).set(p[K + q]!);
