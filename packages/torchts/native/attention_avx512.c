@@ -12,7 +12,7 @@
 #include "attention_avx512.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#include "avx512_tiles.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -51,59 +51,11 @@ A_TARGET static inline __m512 a_exp(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-// s[r][0..32) = sum_e k[r][e] qt[e][0..32) for the 12 key rows at k (row stride ks floats)
-A_TARGET static void a_scores(int E, const float* k, int64_t ks, const float* qt, float* s) {
-  __m512 c[A_KR][2];
-#pragma GCC unroll 12
-  for (int r = 0; r < A_KR; r++) c[r][0] = c[r][1] = _mm512_setzero_ps();
-  const float *k0 = k, *k3 = k + 3 * ks, *k6 = k + 6 * ks, *k9 = k + 9 * ks;
-  for (int e = 0; e < E; e++) {
-    const __m512 b0 = _mm512_load_ps(qt + e * A_QT), b1 = _mm512_load_ps(qt + e * A_QT + 16);
-#define A_ROW(r, p, o)                                  \
-  {                                                     \
-    const __m512 x = _mm512_set1_ps(p[o * ks + e]);     \
-    c[r][0] = _mm512_fmadd_ps(x, b0, c[r][0]);          \
-    c[r][1] = _mm512_fmadd_ps(x, b1, c[r][1]);          \
-  }
-    A_ROW(0, k0, 0) A_ROW(1, k0, 1) A_ROW(2, k0, 2) A_ROW(3, k3, 0) A_ROW(4, k3, 1) A_ROW(5, k3, 2)
-    A_ROW(6, k6, 0) A_ROW(7, k6, 1) A_ROW(8, k6, 2) A_ROW(9, k9, 0) A_ROW(10, k9, 1) A_ROW(11, k9, 2)
-#undef A_ROW
-  }
-#pragma GCC unroll 12
-  for (int r = 0; r < A_KR; r++) {
-    _mm512_store_ps(s + r * A_QT, c[r][0]);
-    _mm512_store_ps(s + r * A_QT + 16, c[r][1]);
-  }
-}
-
 static inline __mmask16 a_mask(int w) { return w >= 16 ? 0xffff : w <= 0 ? 0 : (__mmask16)((1u << w) - 1); }
 
-// o[r][0..w) += sum_j p[j][r] v[j][0..w) for h <= 12 query rows r (p's rows are A_QT wide,
-// v's rows vs floats apart, o's os), w <= 32 value columns
-A_TARGET static void a_pv(int nk, const float* p, const float* v, int64_t vs, int w, float* o, int64_t os, int h) {
-  const __mmask16 m0 = a_mask(w), m1 = a_mask(w - 16);
-  __m512 c[A_KR][2];
-#pragma GCC unroll 12
-  for (int r = 0; r < A_KR; r++) c[r][0] = c[r][1] = _mm512_setzero_ps();
-  for (int j = 0; j < nk; j++) {
-    const __m512 b0 = _mm512_maskz_loadu_ps(m0, v + j * vs), b1 = _mm512_maskz_loadu_ps(m1, v + j * vs + 16);
-    const float* pj = p + j * A_QT;
-#pragma GCC unroll 12
-    for (int r = 0; r < A_KR; r++) {
-      const __m512 x = _mm512_set1_ps(pj[r]);
-      c[r][0] = _mm512_fmadd_ps(x, b0, c[r][0]);
-      c[r][1] = _mm512_fmadd_ps(x, b1, c[r][1]);
-    }
-  }
-  // unrolled with constant indices (a loop bounded by h makes the compiler keep c in memory)
-#pragma GCC unroll 12
-  for (int r = 0; r < A_KR; r++)
-    if (r < h) {
-      float* q = o + r * os;
-      _mm512_mask_storeu_ps(q, m0, _mm512_add_ps(c[r][0], _mm512_maskz_loadu_ps(m0, q)));
-      _mm512_mask_storeu_ps(q + 16, m1, _mm512_add_ps(c[r][1], _mm512_maskz_loadu_ps(m1, q + 16)));
-    }
-}
+// The two products are the GEMM's register tiles (avx512_tiles.h): scores s[12 keys][32 queries]
+// = K rows against Qt, the "rows" tile storing (mode 0); and o[12 queries][32 values] += P^T V,
+// the "columns" tile (P is [key][query]) accumulating (mode 1) with V's rows read in place.
 
 // one unit: query rows l0 .. l0 + nq of head h of batch b (pointers already at the head's rows)
 A_TARGET static void a_unit(const tts_attn_t* a, const float* q, const float* k, const float* v, const float* mask,
@@ -159,7 +111,7 @@ A_TARGET static void a_unit(const tts_attn_t* a, const float* q, const float* k,
         kr = kpad;
         ks = E;
       }
-      a_scores(E, kr, ks, qt, s + g * A_QT);
+      g_kernel_rows(E, kr, ks, qt, A_QT, s + g * A_QT, A_QT, A_KR, A_QT, 0, 0.0f);
     }
     // scale, hide what the rows do not see, the block's max
     __m512 bm[2] = {ninf, ninf};
@@ -199,7 +151,8 @@ A_TARGET static void a_unit(const tts_attn_t* a, const float* q, const float* k,
     const float* vb = v + (int64_t)j0 * a->vss;
     for (int i0 = 0; i0 < nq; i0 += A_KR)
       for (int e0 = 0; e0 < Ev; e0 += 32)
-        a_pv(nk, s + i0, vb + e0, a->vss, Ev - e0 < 32 ? Ev - e0 : 32, o + i0 * Ev + e0, Ev, nq - i0);
+        g_kernel_cols(nk, s + i0, A_QT, vb + e0, a->vss, o + i0 * Ev + e0, Ev, nq - i0 < A_KR ? nq - i0 : A_KR,
+                      Ev - e0 < 32 ? Ev - e0 : 32, 1, 0.0f);
   }
   // normalize (0 / 0 gives NaN for a row with no visible key, as softmax over only -inf does)
   float ls[A_QT];

@@ -109,6 +109,22 @@ static int64_t extent(int trans, int64_t rows, int64_t cols, int64_t ld) {
   return trans ? (cols - 1) * ld + rows : (rows - 1) * ld + cols;
 }
 
+// The (memory, lo, hi, block) arguments every pool function of the bridge takes; 0 (with the
+// error thrown) when they are not a Float32Array and three numbers.
+static int pool_args(napi_env env, napi_callback_info info, const char* fn, float** mem, size_t* n, int64_t* lo,
+                     int64_t* hi, int64_t* pb) {
+  size_t argc = 4;
+  napi_value a[4];
+  napi_get_cb_info(env, info, &argc, a, NULL, NULL);
+  if (argc != 4) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "%s: expected (memory, lo, hi, block)", fn);
+    napi_throw_type_error(env, NULL, msg);
+    return 0;
+  }
+  return f32_arg(env, a[0], mem, n) && int_arg(env, a[1], lo) && int_arg(env, a[2], hi) && int_arg(env, a[3], pb);
+}
+
 // sgemm(transA, transB, M, N, K, A, aOff, lda, B, bOff, ldb, beta, C, cOff, ldc, kernel):
 // C = op(A) op(B) + beta C, row-major, offsets and leading dimensions in elements.
 static napi_value js_sgemm(napi_env env, napi_callback_info info) {
@@ -160,15 +176,10 @@ static napi_value js_sgemm(napi_env env, napi_callback_info info) {
 enum { P_TA, P_TB, P_M, P_N, P_K, P_LDA, P_LDB, P_LDC, P_BYCOLS, P_SHARE, P_NB, P_CO, P_CSTRIDE, P_KERNEL, P_OFFS };
 
 static napi_value js_gemm_slab(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value a[4];
-  napi_get_cb_info(env, info, &argc, a, NULL, NULL);
   float* mem;
   size_t n;
   int64_t lo, hi, pb;
-  if (argc != 4 || !f32_arg(env, a[0], &mem, &n) || !int_arg(env, a[1], &lo) || !int_arg(env, a[2], &hi) ||
-      !int_arg(env, a[3], &pb))
-    return NULL;
+  if (!pool_args(env, info, "gemmSlab", &mem, &n, &lo, &hi, &pb)) return NULL;
   const int64_t words = (int64_t)n; // float and int32 words are the same size
   if (pb < 0 || pb % 4 || pb / 4 + P_OFFS > words) goto bad;
   const int32_t* p = (const int32_t*)mem + pb / 4;
@@ -230,15 +241,10 @@ enum { AT_Q, AT_K, AT_V, AT_OUT, AT_B, AT_HK, AT_NREP, AT_L, AT_S, AT_E, AT_EV, 
        AT_WORDS };
 
 static napi_value js_attn(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value a[4];
-  napi_get_cb_info(env, info, &argc, a, NULL, NULL);
   float* mem;
   size_t n;
   int64_t lo, hi, pb;
-  if (argc != 4 || !f32_arg(env, a[0], &mem, &n) || !int_arg(env, a[1], &lo) || !int_arg(env, a[2], &hi) ||
-      !int_arg(env, a[3], &pb))
-    return NULL;
+  if (!pool_args(env, info, "attnFwd", &mem, &n, &lo, &hi, &pb)) return NULL;
   if (!avx512) {
     napi_throw_range_error(env, NULL, "attnFwd: this CPU has no AVX-512 kernel");
     return NULL;
@@ -288,15 +294,10 @@ enum { WS_XU, WS_LDU, WS_KP, WS_M, WS_MP, WS_N, WS_K, WS_GS, WS_Q, WS_S, WS_HASB
 
 static const int32_t* block_arg(napi_env env, napi_callback_info info, const char* fn, int words, uint8_t** mem,
                                 int64_t* bytes, int64_t* lo, int64_t* hi) {
-  size_t argc = 4;
-  napi_value a[4];
-  napi_get_cb_info(env, info, &argc, a, NULL, NULL);
   float* m;
   size_t n;
   int64_t pb;
-  if (argc != 4 || !f32_arg(env, a[0], &m, &n) || !int_arg(env, a[1], lo) || !int_arg(env, a[2], hi) ||
-      !int_arg(env, a[3], &pb))
-    return NULL;
+  if (!pool_args(env, info, fn, &m, &n, lo, hi, &pb)) return NULL;
   char msg[96];
   if (!vnni) {
     snprintf(msg, sizeof msg, "%s: this CPU has no AVX-512 VNNI kernel", fn);
@@ -372,15 +373,10 @@ enum { IC_X, IC_CG, IC_H, IC_W, IC_KH, IC_KW, IC_OH, IC_OW, IC_SH, IC_SW, IC_PH,
        IC_WORDS };
 
 static napi_value js_im2col(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value a[4];
-  napi_get_cb_info(env, info, &argc, a, NULL, NULL);
   float* mem;
   size_t n;
   int64_t lo, hi, pb;
-  if (argc != 4 || !f32_arg(env, a[0], &mem, &n) || !int_arg(env, a[1], &lo) || !int_arg(env, a[2], &hi) ||
-      !int_arg(env, a[3], &pb))
-    return NULL;
+  if (!pool_args(env, info, "im2col", &mem, &n, &lo, &hi, &pb)) return NULL;
   const int64_t words = (int64_t)n;
   if (pb < 0 || pb % 4 || pb / 4 + IC_WORDS > words) goto bad;
   const int32_t* p = (const int32_t*)mem + pb / 4;

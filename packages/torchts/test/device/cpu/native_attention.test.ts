@@ -11,6 +11,7 @@ import * as torch from "../../../src/index.js";
 import type { Tensor } from "../../../src/index.js";
 import { setCpuBlas } from "../../../src/device/cpu/native/blas.js";
 import { NATIVE_ATTN, nativeAttnStats } from "../../../src/device/cpu/native/attention.js";
+import { close } from "../../nn/functional/close.js";
 
 const F = torch.nn.functional;
 type Opts = Parameters<typeof F.scaledDotProductAttention>[3];
@@ -23,18 +24,6 @@ const addon = ((): Addon | null => {
   }
 })();
 const avx512 = process.env.TORCHTS_CPU_BACKEND !== "js" && !!addon?.kernels().split(",").includes("avx512");
-
-function close(what: string, got: ArrayLike<number>, want: ArrayLike<number>, tol = 2e-5): void {
-  assert.equal(got.length, want.length, `${what}: length`);
-  for (let i = 0; i < got.length; i++) {
-    const a = got[i]!, e = want[i]!;
-    if (Number.isNaN(e) || Number.isNaN(a)) {
-      assert.ok(Number.isNaN(a) && Number.isNaN(e), `${what}: [${i}] got ${a}, expected ${e}`);
-      continue;
-    }
-    if (Math.abs(a - e) > tol * (1 + Math.abs(e))) assert.fail(`${what}: [${i}] got ${a}, expected ${e}`);
-  }
-}
 
 /** The composite's output on the native kernel (asserting it ran), on the wasm kernel, and decomposed. */
 async function check(what: string, q: Tensor, k: Tensor, v: Tensor, opts: Opts = {}): Promise<Float32Array> {
@@ -50,12 +39,12 @@ async function check(what: string, q: Tensor, k: Tensor, v: Tensor, opts: Opts =
   torch.backends.cpu.setCompositeEnabled("attention", false);
   try {
     const want = await F.scaledDotProductAttention(q, k, v, opts).data();
-    close(`${what} vs the decomposition`, got, want);
+    close(`${what} vs the decomposition`, got, want, 2e-5, 2e-5);
   } finally {
     torch.backends.cpu.setCompositeEnabled("attention", true);
     setCpuBlas("auto");
   }
-  close(`${what} vs the wasm kernel`, got, wasm);
+  close(`${what} vs the wasm kernel`, got, wasm, 2e-5, 2e-5);
   return got;
 }
 

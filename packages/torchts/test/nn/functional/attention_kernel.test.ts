@@ -8,6 +8,7 @@ import * as torch from "../../../src/index.js";
 import type { Tensor } from "../../../src/index.js";
 import { CPU_COMPOSITES } from "../../../src/device/cpu/composites.js";
 import { segmentedAttention } from "../../../src/nn/functional/attention.js";
+import { close } from "./close.js";
 
 const F = torch.nn.functional;
 type Opts = Parameters<typeof F.scaledDotProductAttention>[3];
@@ -22,18 +23,6 @@ CPU_COMPOSITES.attention = (n) => {
     k(O, ins, offs, s);
   };
 };
-
-function close(what: string, got: ArrayLike<number>, want: ArrayLike<number>, rtol = 1e-5, atol = 1e-5): void {
-  assert.equal(got.length, want.length, `${what}: length`);
-  for (let i = 0; i < got.length; i++) {
-    const a = got[i]!, e = want[i]!;
-    if (Number.isNaN(e) || Number.isNaN(a)) {
-      assert.ok(Number.isNaN(a) && Number.isNaN(e), `${what}: [${i}] got ${a}, expected ${e}`);
-      continue;
-    }
-    if (Math.abs(a - e) > atol + rtol * Math.abs(e)) assert.fail(`${what}: [${i}] got ${a}, expected ${e}`);
-  }
-}
 
 async function withComposite<T>(on: boolean, fn: () => T | Promise<T>): Promise<T> {
   torch.backends.cpu.setCompositeEnabled("attention", on);
