@@ -386,7 +386,11 @@ static napi_value js_im2col(napi_env env, napi_callback_info info) {
   const int64_t K = Cg * KH * KW;
   if (Cg < 1 || H < 1 || W < 1 || KH < 1 || KW < 1 || OH < 1 || OW < 1 || p[IC_SH] < 1 || p[IC_SW] < 1 ||
       p[IC_DH] < 1 || p[IC_DW] < 1 || p[IC_LDC] < OH * OW || p[IC_X] + Cg * H * W > words ||
-      p[IC_COLS] + (K - 1) * p[IC_LDC] + OH * OW > words || K >= (1LL << 31) || lo < 0 || lo >= hi || hi > K)
+      p[IC_COLS] + (K - 1) * p[IC_LDC] + OH * OW > words || K >= (1LL << 31) || lo < 0 || lo >= hi || hi > K ||
+      // every coordinate the kernel forms (oh * sh - ph + kh * dh, ...) inside int32
+      (OH - 1) * p[IC_SH] + (KH - 1) * p[IC_DH] + p[IC_PH] >= (1LL << 30) ||
+      (OW - 1) * p[IC_SW] + (KW - 1) * p[IC_DW] + p[IC_PW] >= (1LL << 30) || p[IC_PH] >= (1 << 30) ||
+      p[IC_PW] >= (1 << 30))
     goto bad;
   // every read inside x: the kernel only reads rows 0 <= ih < H and columns 0 <= iw < W
   tts_im2col_t ic = {mem + p[IC_X], mem + p[IC_COLS], (int)Cg, (int)H, (int)W, (int)KH, (int)KW, (int)OH, (int)OW,

@@ -56,6 +56,9 @@ test("native conv2d: the im2col path matches the wasm conv path", { skip: !nativ
     for (let i = 0; i < nat.out.length; i++)
       assert.ok(Math.abs(nat.out[i]! - wasm.out[i]!) <= 1e-4 * (1 + Math.abs(wasm.out[i]!)), `${JSON.stringify(c)} [${i}]: ${nat.out[i]} vs ${wasm.out[i]}`);
   }
+  // strides and dilations whose coordinates leave int32 (the op fuzzer's 2^31) keep the wasm path
+  const huge = await conv("auto", torch.randn([1, 2, 5, 5]), torch.randn([3, 2, 3, 3]), null, { stride: [2 ** 31, 2 ** 31] });
+  assert.equal(huge.ran, 0, "stride 2^31");
   // grouped convolutions keep the wasm path
   const g = await conv("auto", torch.randn([1, 4, 8, 8]), torch.randn([6, 2, 3, 3]), null, { groups: 2 });
   assert.equal(g.ran, 0, "groups 2");
@@ -83,7 +86,10 @@ test("native conv2d: the bridge refuses a wrong im2col block without writing", {
   // the top-left tap (row 0): pixel (0, 0) sees the padding, pixel (1, 1) sees x[0, 0]
   assert.equal(mem[256], 0);
   assert.equal(mem[256 + 5], 1);
-  for (const over of <Record<number, number>[]>[{ [I.sh]: 0 }, { [I.ldc]: 15 }, { [I.x]: 1020 }, { [I.cols]: 900 }, { [I.OW]: 0 }, { [I.ph]: -1 }]) {
+  for (const over of <Record<number, number>[]>[
+    { [I.sh]: 0 }, { [I.ldc]: 15 }, { [I.x]: 1020 }, { [I.cols]: 900 }, { [I.OW]: 0 }, { [I.ph]: -1 },
+    { [I.sh]: 2 ** 30 }, { [I.dw]: 2 ** 29 }, // coordinates past int32
+  ]) {
     block(over);
     assert.throws(() => b.im2col(mem, 0, 1, 0), /im2col: parameter block or rows out of range/, JSON.stringify(over));
     assert.ok(mem.subarray(256, 400).every((v) => v === -7), `${JSON.stringify(over)}: nothing written`);

@@ -195,7 +195,7 @@ export function conv2dWasm(rt: WasmRuntime, g: Conv2dGeom, x: View, w: View, bia
       out = rt.arena.alloc(Math.max(1, N * Cout * OHW) * 4);
       held.push(out);
     }
-    const nat = groups === 1 && (K + 1) * OHW <= IM2COL_MAX ? nativeIm2colFn(rt) : null;
+    const nat = groups === 1 && (K + 1) * OHW <= IM2COL_MAX && im2colFits(g) ? nativeIm2colFn(rt) : null;
     if (nat !== null) nativeConv(rt, nat, g, xs, ws, bs, out, held);
     else wasmConv(rt, g, blk.g, xs, ws, bs, out);
     if (!direct) {
@@ -210,6 +210,15 @@ export function conv2dWasm(rt: WasmRuntime, g: Conv2dGeom, x: View, w: View, bia
 }
 
 type Ptr = { ptr: number; st0: number };
+
+/** Whether every input coordinate im2col forms (oh * sh - ph + kh * dh, ...) stays inside int32. */
+function im2colFits(g: Conv2dGeom): boolean {
+  const lim = 2 ** 30;
+  return [0, 1].every((d) => {
+    const [O, Kk] = d === 0 ? [g.OH, g.KH] : [g.OW, g.KW];
+    return (O - 1) * g.stride[d]! + (Kk - 1) * g.dil[d]! + g.pad[d]! < lim && g.stride[d]! < lim && g.dil[d]! < lim;
+  });
+}
 
 /** Per image: the im2col matrix (native, the pool's threads), then one product on the native GEMM. */
 function nativeConv(rt: WasmRuntime, fn: number, g: Conv2dGeom, xs: Ptr, ws: Ptr, bs: Ptr | null, out: number, held: number[]): void {
