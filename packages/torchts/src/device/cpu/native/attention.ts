@@ -3,7 +3,7 @@
 // bridge's AVX-512 kernel runs float32 products (TORCHTS_CPU_BLAS=auto or avx512 on such a CPU).
 // Probability-output (backward), two-segment and paged calls, decode-length queries and every
 // call elsewhere stay on the wasm flash kernel.
-import { blasBridge } from "./blas.js";
+import { blasBridge, bridgePoolFn } from "./blas.js";
 import type { WasmRuntime } from "../wasm/runtime.js";
 
 /** Int32 words of attnFwd's parameter block (offsets and strides in floats; scale is a float32). */
@@ -21,15 +21,8 @@ export const NATIVE_ATTN_MAX_DIM = 1024;
 /** Calls the native kernel took (tests check which path ran). */
 export const nativeAttnStats = { calls: 0 };
 
-let fn: { rt: WasmRuntime; fn: number } | undefined;
-
 /** The pool function running attnFwd on rt's memory, or null when the AVX-512 kernel is not in use. */
 export function nativeAttentionFn(rt: WasmRuntime): number | null {
   const blas = blasBridge();
-  if (blas?.kernel !== "avx512") return null;
-  if (fn?.rt !== rt) {
-    const b = blas.bridge, memory = rt.memory;
-    fn = { rt, fn: rt.pool.addNative(b.path, "attnFwd", (lo, hi, pb) => b.attnFwd(new Float32Array(memory.buffer), lo!, hi!, pb!)) };
-  }
-  return fn.fn;
+  return blas?.kernel === "avx512" ? bridgePoolFn(rt, blas.bridge, "attnFwd") : null;
 }

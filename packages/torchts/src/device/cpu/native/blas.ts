@@ -8,6 +8,8 @@
 // neither rows nor columns, aliasing, the browser, no bridge) runs on the wasm GEMM instead.
 //   TORCHTS_CPU_BLAS=auto (default: avx512, else openblas, else wasm) | avx512 | openblas (required) | off
 
+import type { WasmRuntime } from "../wasm/runtime.js";
+
 export interface Bridge {
   sgemm(
     ta: number, tb: number, M: number, N: number, K: number,
@@ -73,6 +75,29 @@ export interface Blas {
   kernel: BlasKernel;
   /** KERNEL_CODE[kernel] */
   code: number;
+  /** Whether the int8 kernels (AVX-512 VNNI) run here. */
+  vnni: boolean;
+}
+
+/** The bridge's functions with a pool function's arguments (memory, lo, hi, parameter block). */
+export type BridgePoolFn = "gemmSlab" | "attnFwd" | "q8Rows" | "w8a8Slab" | "im2col" | "fmaProbe";
+
+const poolFns = new WeakMap<WasmRuntime, Map<BridgePoolFn, number>>();
+
+/**
+ * The index of the pool function running the bridge's `name` over rt's memory, registered (on
+ * this thread and every worker, each loading the addon itself) the first time it is asked for.
+ */
+export function bridgePoolFn(rt: WasmRuntime, b: Bridge, name: BridgePoolFn): number {
+  let fns = poolFns.get(rt);
+  if (!fns) poolFns.set(rt, (fns = new Map()));
+  let fn = fns.get(name);
+  if (fn === undefined) {
+    const memory = rt.memory, f = b[name].bind(b) as (mem: Float32Array, lo: number, hi: number, pb: number) => void;
+    fn = rt.pool.addNative(b.path, name, (lo, hi, pb) => f(new Float32Array(memory.buffer), lo!, hi!, pb!));
+    fns.set(name, fn);
+  }
+  return fn;
 }
 
 const MODES: readonly Mode[] = ["auto", "avx512", "openblas", "off"];
@@ -127,7 +152,7 @@ function load(): Blas | null {
     if (has.includes("openblas")) b.setThreads(1);
   }
   if (!kernel && mode !== "auto") throw new Error(`TORCHTS_CPU_BLAS=${mode}: ${reason}`);
-  return b && kernel ? { bridge: b, kernel, code: KERNEL_CODE[kernel] } : null;
+  return b && kernel ? { bridge: b, kernel, code: KERNEL_CODE[kernel], vnni: kernel === "avx512" && b.vnni() } : null;
 }
 
 /** The bridge and its kernel, or null (off, not built, no kernel for this machine, not Node). */

@@ -1,7 +1,7 @@
 // The native bridge's im2col (native/im2col.c): with a native GEMM kernel in use, conv2d builds
 // each image's im2col matrix with it on the pool's threads and multiplies on that GEMM
 // (wasm/conv.ts), instead of gathering the input into the wasm GEMM's panels.
-import { blasBridge } from "./blas.js";
+import { blasBridge, bridgePoolFn } from "./blas.js";
 import type { WasmRuntime } from "../wasm/runtime.js";
 
 /** Int32 words of im2col's parameter block (offsets in floats). */
@@ -14,15 +14,8 @@ export const IM2COL_MAX = 1 << 24;
 /** Convolutions the native path ran (tests check which path ran). */
 export const nativeConvStats = { calls: 0 };
 
-let fn: { rt: WasmRuntime; fn: number } | undefined;
-
 /** The pool function running im2col on rt's memory, or null when no native GEMM kernel is in use. */
 export function nativeIm2colFn(rt: WasmRuntime): number | null {
   const blas = blasBridge();
-  if (!blas) return null;
-  if (fn?.rt !== rt) {
-    const b = blas.bridge, memory = rt.memory;
-    fn = { rt, fn: rt.pool.addNative(b.path, "im2col", (lo, hi, pb) => b.im2col(new Float32Array(memory.buffer), lo!, hi!, pb!)) };
-  }
-  return fn.fn;
+  return blas ? bridgePoolFn(rt, blas.bridge, "im2col") : null;
 }

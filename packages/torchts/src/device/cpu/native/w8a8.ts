@@ -2,7 +2,7 @@
 // linearW8A8 composite's many-row (prefill) calls when the bridge's AVX-512 kernel runs float32
 // products and the CPU has VNNI. It computes the one-row (decode) kernel's formula with the same
 // integers and float32 steps, so a prompt's rows equal what one-row calls give, bit for bit.
-import { blasBridge } from "./blas.js";
+import { blasBridge, bridgePoolFn } from "./blas.js";
 import type { WasmRuntime } from "../wasm/runtime.js";
 
 /** Int32 words of q8Rows' parameter block (offsets in bytes, ldx in floats, ldu in bytes). */
@@ -19,20 +19,9 @@ export const W8A8_MAX_GROUP = 65536;
 /** Calls the native kernel took (tests check which path ran). */
 export const nativeW8A8Stats = { calls: 0 };
 
-let fns: { rt: WasmRuntime; q8: number; slab: number } | undefined;
-
 /** The pool functions (row quantization, column shares) on rt's memory, or null where they do not run. */
 export function nativeW8A8Fns(rt: WasmRuntime): { q8: number; slab: number } | null {
   const blas = blasBridge();
-  if (blas?.kernel !== "avx512" || !blas.bridge.vnni()) return null;
-  if (fns?.rt !== rt) {
-    const b = blas.bridge, memory = rt.memory;
-    const mem = () => new Float32Array(memory.buffer);
-    fns = {
-      rt,
-      q8: rt.pool.addNative(b.path, "q8Rows", (lo, hi, pb) => b.q8Rows(mem(), lo!, hi!, pb!)),
-      slab: rt.pool.addNative(b.path, "w8a8Slab", (lo, hi, pb) => b.w8a8Slab(mem(), lo!, hi!, pb!)),
-    };
-  }
-  return fns;
+  if (blas?.kernel !== "avx512" || !blas.vnni) return null;
+  return { q8: bridgePoolFn(rt, blas.bridge, "q8Rows"), slab: bridgePoolFn(rt, blas.bridge, "w8a8Slab") };
 }

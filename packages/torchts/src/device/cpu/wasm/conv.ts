@@ -181,9 +181,8 @@ function contiguousFrom(rt: WasmRuntime, v: View, from: number, held: number[]):
 /** out (contiguous NCHW) = conv2d(x, w) + bias on the native GEMM (ungrouped) or the wasm GEMM. */
 export function conv2dWasm(rt: WasmRuntime, g: Conv2dGeom, x: View, w: View, bias: View | null, O: Arr): void {
   const { N, Cin, Cout, KH, KW, OH, OW, groups } = g;
-  const Cg = Cin / groups, Cog = Cout / groups, K = Cg * KH * KW, OHW = OH * OW;
+  const K = (Cin / groups) * KH * KW, OHW = OH * OW;
   const held: number[] = [];
-  const blk = gemmBlock(rt, Cog, K, OHW, true);
   try {
     const xs = contiguousFrom(rt, x, 1, held);
     const ws = contiguousFrom(rt, w, 1, held);
@@ -197,14 +196,13 @@ export function conv2dWasm(rt: WasmRuntime, g: Conv2dGeom, x: View, w: View, bia
     }
     const nat = groups === 1 && (K + 1) * OHW <= IM2COL_MAX && im2colFits(g) ? nativeIm2colFn(rt) : null;
     if (nat !== null) nativeConv(rt, nat, g, xs, ws, bs, out, held);
-    else wasmConv(rt, g, blk.g, xs, ws, bs, out);
+    else wasmConv(rt, g, xs, ws, bs, out);
     if (!direct) {
       const r = rt.view(Float32Array, out, N * Cout * OHW);
       if (O instanceof Float32Array) O.set(r);
       else for (let i = 0; i < r.length; i++) O[i] = r[i]!;
     }
   } finally {
-    blk.release();
     for (let i = held.length - 1; i >= 0; i--) rt.arena.release(held[i]!);
   }
 }
@@ -255,26 +253,35 @@ function nativeConv(rt: WasmRuntime, fn: number, g: Conv2dGeom, xs: Ptr, ws: Ptr
 }
 
 /** Per image and group: the wasm GEMM with conv_pack gathering the input into its panels. */
-function wasmConv(rt: WasmRuntime, g: Conv2dGeom, p: Int32Array, xs: Ptr, ws: Ptr, bs: Ptr | null, out: number): void {
+function wasmConv(rt: WasmRuntime, g: Conv2dGeom, xs: Ptr, ws: Ptr, bs: Ptr | null, out: number): void {
+  const { Cin, Cout, KH, KW, OH, OW, groups } = g;
+  // the GEMM's parameter block and panels, for one group's product
+  const blk = gemmBlock(rt, Cout / groups, (Cin / groups) * KH * KW, OH * OW, true);
+  try {
+    convGemms(rt, g, blk.g, xs, ws, bs, out);
+  } finally {
+    blk.release();
+  }
+}
+
+function convGemms(rt: WasmRuntime, g: Conv2dGeom, p: Int32Array, xs: Ptr, ws: Ptr, bs: Ptr | null, out: number): void {
   const { N, Cin, H, W, Cout, KH, KW, OH, OW, groups } = g;
   const Cg = Cin / groups, Cog = Cout / groups, K = Cg * KH * KW, OHW = OH * OW;
-  {
-    const set = (off: number, v: number) => (p[off / 4] = v);
-    set(P.sam, ws.st0); set(P.sak, 4); set(P.ldc, OHW * 4);
-    set(P.H, H); set(P.W, W); set(P.OH, OH); set(P.OW, OW); set(P.KH, KH); set(P.KW, KW); set(P.Cg, Cg);
-    set(P.sh, g.stride[0]); set(P.sw, g.stride[1]); set(P.ph, g.pad[0]); set(P.pw, g.pad[1]); set(P.dh, g.dil[0]); set(P.dw, g.dil[1]);
-    if (bs) set(P.biasStep, GEMM.MR * 4);
-    const zero = p[P.bias / 4]!;
-    const fns = { pack: rt.fn.conv_pack!, cols: rt.fn.conv_cols! };
-    for (let n = 0; n < N; n++)
-      for (let gi = 0; gi < groups; gi++) {
-        set(P.x, xs.ptr + n * xs.st0 + gi * Cg * H * W * 4);
-        set(P.srcA, ws.ptr + gi * Cog * ws.st0);
-        set(P.c, out + (n * Cout + gi * Cog) * OHW * 4);
-        set(P.bias, bs ? bs.ptr + gi * Cog * 4 : zero);
-        runGemm(rt, p, Cog, K, OHW, fns);
-      }
-  }
+  const set = (off: number, v: number) => (p[off / 4] = v);
+  set(P.sam, ws.st0); set(P.sak, 4); set(P.ldc, OHW * 4);
+  set(P.H, H); set(P.W, W); set(P.OH, OH); set(P.OW, OW); set(P.KH, KH); set(P.KW, KW); set(P.Cg, Cg);
+  set(P.sh, g.stride[0]); set(P.sw, g.stride[1]); set(P.ph, g.pad[0]); set(P.pw, g.pad[1]); set(P.dh, g.dil[0]); set(P.dw, g.dil[1]);
+  if (bs) set(P.biasStep, GEMM.MR * 4);
+  const zero = p[P.bias / 4]!;
+  const fns = { pack: rt.fn.conv_pack!, cols: rt.fn.conv_cols! };
+  for (let n = 0; n < N; n++)
+    for (let gi = 0; gi < groups; gi++) {
+      set(P.x, xs.ptr + n * xs.st0 + gi * Cg * H * W * 4);
+      set(P.srcA, ws.ptr + gi * Cog * ws.st0);
+      set(P.c, out + (n * Cout + gi * Cog) * OHW * 4);
+      set(P.bias, bs ? bs.ptr + gi * Cog * 4 : zero);
+      runGemm(rt, p, Cog, K, OHW, fns);
+    }
 }
 
 /** The same convolution in plain JS (no wasm): float64 accumulation per output plane. */

@@ -6,7 +6,7 @@ import { GEMM, GEMM_FN, P } from "./gemm.js";
 import { inArena } from "./ops.js";
 import { wasmRuntime, type WasmRuntime } from "./runtime.js";
 import { GEMV_MAX_M, gemvF32 } from "./gemv.js";
-import { blasBridge, blasLayout, blasShares, blasStats, GEMM_PARAM as GP, type Bridge } from "../native/blas.js";
+import { blasBridge, blasLayout, blasShares, blasStats, bridgePoolFn, GEMM_PARAM as GP } from "../native/blas.js";
 
 type F32 = { [i: number]: number; length: number };
 
@@ -175,18 +175,6 @@ export function matmulBatchedF32(
   return true;
 }
 
-let slab: { rt: WasmRuntime; fn: number } | null = null;
-
-/** The pool function that runs shares of products through the bridge (registered once per runtime). */
-function slabFn(rt: WasmRuntime, b: Bridge): number {
-  if (slab?.rt !== rt) {
-    const memory = rt.memory;
-    const fn = rt.pool.addNative(b.path, "gemmSlab", (lo, hi, pb) => b.gemmSlab(new Float32Array(memory.buffer), lo!, hi!, pb!));
-    slab = { rt, fn };
-  }
-  return slab.fn;
-}
-
 /**
  * The products of matmulBatchedF32's contract through the native bridge's kernel, each cut into the shares
  * blasShares gives its shape: in the shared memory the shares of all products are one pool job,
@@ -230,7 +218,7 @@ function blasMatmul(
       p[GP.offs + 2 * i + 1] = b0 + bOffs[i]!;
     }
     const perShare = (2 * M * N * K) / shares;
-    rt.pool.run(slabFn(rt, b), nb * shares, [pb], 1, Math.ceil(MIN_FLOPS_PER_THREAD / perShare));
+    rt.pool.run(bridgePoolFn(rt, b, "gemmSlab"), nb * shares, [pb], 1, Math.ceil(MIN_FLOPS_PER_THREAD / perShare));
   } finally {
     rt.arena.release(pb);
   }

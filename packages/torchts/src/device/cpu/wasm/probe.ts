@@ -5,7 +5,7 @@
 // and measured about half the real peak.
 import { Fn, I32, OP, SIMD, V128 } from "./emitter.js";
 import { wasmRuntime } from "./runtime.js";
-import { blasBridge } from "../native/blas.js";
+import { blasBridge, bridgePoolFn } from "../native/blas.js";
 
 const CHAINS = 12;
 const ITERS_PER_UNIT = 1024;
@@ -51,26 +51,27 @@ export function fmaPeak(units = 4096): { flops: number; threads: number } | null
 
 /** FLOPs of one native probe unit: 4096 iterations x 24 FMAs x 16 lanes x 2. */
 const NATIVE_FLOPS_PER_UNIT = 4096 * 24 * 16 * 2;
-let nativeProbe: { rt: unknown; fn: number } | undefined;
 
 /**
  * The FMA peak of the units float32 products run on: the 512-bit units when torchts' AVX-512
  * GEMM runs them (measured on the pool's threads, like fmaPeak), else fmaPeak's wasm SIMD figure.
+ * A rep is ~7 ms of FMAs on two threads: long enough that a worker waking late (a halted vCPU
+ * can take a fraction of a millisecond) does not leave the caller doing it alone.
  */
-export function productPeak(units = 64): { flops: number; threads: number; unit: string } | null {
+export function productPeak(): { flops: number; threads: number; unit: string } | null {
   const rt = wasmRuntime();
   const blas = blasBridge();
   if (!rt || blas?.kernel !== "avx512") {
-    const p = fmaPeak(units * 128);
+    const p = fmaPeak(8192);
     return p && { ...p, unit: "wasm SIMD" };
   }
-  const b = blas.bridge;
-  if (nativeProbe?.rt !== rt) nativeProbe = { rt, fn: rt.pool.addNative(b.path, "fmaProbe", (lo, hi) => (b.fmaProbe(null, lo!, hi!), 0)) };
-  rt.pool.run(nativeProbe.fn, 8, [], 1, 1); // warm up (workers, clocks)
+  const units = 1024;
+  const fn = bridgePoolFn(rt, blas.bridge, "fmaProbe");
+  rt.pool.run(fn, units, [0], 1, 1); // warm up (workers, clocks)
   let best = Infinity;
   for (let r = 0; r < 5; r++) {
     const t0 = performance.now();
-    rt.pool.run(nativeProbe.fn, units, [], 1, 1);
+    rt.pool.run(fn, units, [0], 1, 1);
     best = Math.min(best, performance.now() - t0);
   }
   return { flops: (units * NATIVE_FLOPS_PER_UNIT) / (best / 1000), threads: Math.min(rt.pool.threads, rt.pool.ready() + 1), unit: "AVX-512" };
