@@ -82,22 +82,27 @@ static void load_blas(void) {
   if (!sgemm) snprintf(load_error, sizeof load_error, "OpenBLAS has no cblas_sgemm");
 }
 
-static int f32_arg(napi_env env, napi_value v, float** data, size_t* len) {
+// argument i of fn as a Float32Array / a number; 0 with a TypeError naming both when it is not
+static int f32_arg(napi_env env, const char* fn, int i, napi_value v, float** data, size_t* len) {
   napi_typedarray_type t;
   void* p;
   napi_value ab;
   size_t off;
   if (napi_get_typedarray_info(env, v, &t, len, &p, &ab, &off) != napi_ok || t != napi_float32_array) {
-    napi_throw_type_error(env, NULL, "sgemm: expected a Float32Array");
+    char msg[96];
+    snprintf(msg, sizeof msg, "%s: argument %d: expected a Float32Array", fn, i);
+    napi_throw_type_error(env, NULL, msg);
     return 0;
   }
   *data = (float*)p;
   return 1;
 }
 
-static int int_arg(napi_env env, napi_value v, int64_t* out) {
+static int int_arg(napi_env env, const char* fn, int i, napi_value v, int64_t* out) {
   if (napi_get_value_int64(env, v, out) != napi_ok) {
-    napi_throw_type_error(env, NULL, "sgemm: expected a number");
+    char msg[96];
+    snprintf(msg, sizeof msg, "%s: argument %d: expected a number", fn, i);
+    napi_throw_type_error(env, NULL, msg);
     return 0;
   }
   return 1;
@@ -122,7 +127,8 @@ static int pool_args(napi_env env, napi_callback_info info, const char* fn, floa
     napi_throw_type_error(env, NULL, msg);
     return 0;
   }
-  return f32_arg(env, a[0], mem, n) && int_arg(env, a[1], lo) && int_arg(env, a[2], hi) && int_arg(env, a[3], pb);
+  return f32_arg(env, fn, 0, a[0], mem, n) && int_arg(env, fn, 1, a[1], lo) && int_arg(env, fn, 2, a[2], hi) &&
+         int_arg(env, fn, 3, a[3], pb);
 }
 
 // sgemm(transA, transB, M, N, K, A, aOff, lda, B, bOff, ldb, beta, C, cOff, ldc, kernel):
@@ -136,15 +142,15 @@ static napi_value js_sgemm(napi_env env, napi_callback_info info) {
     return NULL;
   }
   int64_t ta, tb, M, N, K, ao, lda, bo, ldb, co, ldc, kern;
-  if (!int_arg(env, a[15], &kern) || kernel_arg(env, kern, "sgemm")) return NULL;
+  if (!int_arg(env, "sgemm", 15, a[15], &kern) || kernel_arg(env, kern, "sgemm")) return NULL;
   double beta;
   float *A, *B, *C;
   size_t na, nb, nc;
-  if (!int_arg(env, a[0], &ta) || !int_arg(env, a[1], &tb) || !int_arg(env, a[2], &M) || !int_arg(env, a[3], &N) ||
-      !int_arg(env, a[4], &K) || !f32_arg(env, a[5], &A, &na) || !int_arg(env, a[6], &ao) ||
-      !int_arg(env, a[7], &lda) || !f32_arg(env, a[8], &B, &nb) || !int_arg(env, a[9], &bo) ||
-      !int_arg(env, a[10], &ldb) || !f32_arg(env, a[12], &C, &nc) || !int_arg(env, a[13], &co) ||
-      !int_arg(env, a[14], &ldc))
+  if (!int_arg(env, "sgemm", 0, a[0], &ta) || !int_arg(env, "sgemm", 1, a[1], &tb) || !int_arg(env, "sgemm", 2, a[2], &M) || !int_arg(env, "sgemm", 3, a[3], &N) ||
+      !int_arg(env, "sgemm", 4, a[4], &K) || !f32_arg(env, "sgemm", 5, a[5], &A, &na) || !int_arg(env, "sgemm", 6, a[6], &ao) ||
+      !int_arg(env, "sgemm", 7, a[7], &lda) || !f32_arg(env, "sgemm", 8, a[8], &B, &nb) || !int_arg(env, "sgemm", 9, a[9], &bo) ||
+      !int_arg(env, "sgemm", 10, a[10], &ldb) || !f32_arg(env, "sgemm", 12, a[12], &C, &nc) || !int_arg(env, "sgemm", 13, a[13], &co) ||
+      !int_arg(env, "sgemm", 14, a[14], &ldc))
     return NULL;
   if (napi_get_value_double(env, a[11], &beta) != napi_ok) {
     napi_throw_type_error(env, NULL, "sgemm: beta must be a number");
@@ -228,7 +234,7 @@ static napi_value js_set_threads(napi_env env, napi_callback_info info) {
   napi_value a[1];
   int64_t n;
   napi_get_cb_info(env, info, &argc, a, NULL, NULL);
-  if (argc != 1 || !int_arg(env, a[0], &n)) return NULL;
+  if (argc != 1 || !int_arg(env, "setThreads", 0, a[0], &n)) return NULL;
   if (set_threads && n >= 1 && n <= 1024) set_threads((int)n);
   return NULL;
 }
@@ -417,7 +423,7 @@ static napi_value js_fma_probe(napi_env env, napi_callback_info info) {
   napi_value a[4];
   int64_t lo, hi;
   napi_get_cb_info(env, info, &argc, a, NULL, NULL);
-  if (argc < 3 || !int_arg(env, a[1], &lo) || !int_arg(env, a[2], &hi)) return NULL;
+  if (argc < 3 || !int_arg(env, "fmaProbe", 1, a[1], &lo) || !int_arg(env, "fmaProbe", 2, a[2], &hi)) return NULL;
   if (!avx512 || lo < 0 || hi < lo || hi - lo > (1LL << 20)) {
     napi_throw_range_error(env, NULL, avx512 ? "fmaProbe: units out of range" : "fmaProbe: this CPU has no AVX-512 kernel");
     return NULL;
