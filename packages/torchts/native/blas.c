@@ -443,6 +443,21 @@ static napi_value js_kernels(napi_env env, napi_callback_info info) {
   return r;
 }
 
+// halfWidthFma(): whether this CPU runs 256-bit FMAs as two 128-bit halves (AMD Zen 1 and Zen+,
+// family 0x17 below model 0x30), where OpenBLAS' AVX2 kernels have no more FMA throughput than
+// the wasm GEMM's 128-bit SIMD
+static napi_value js_half_width_fma(napi_env env, napi_callback_info info) {
+  (void)info;
+  int half = 0;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  half = __builtin_cpu_is("znver1");
+#endif
+  napi_value r;
+  napi_get_boolean(env, half, &r);
+  return r;
+}
+
 // null when OpenBLAS loaded, else the reason it did not
 static napi_value js_error(napi_env env, napi_callback_info info) {
   (void)info;
@@ -476,6 +491,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"attnFwd", NULL, js_attn, NULL, NULL, NULL, napi_default, NULL},
       {"fmaProbe", NULL, js_fma_probe, NULL, NULL, NULL, napi_default, NULL},
       {"kernels", NULL, js_kernels, NULL, NULL, NULL, napi_default, NULL},
+      {"halfWidthFma", NULL, js_half_width_fma, NULL, NULL, NULL, napi_default, NULL},
       {"error", NULL, js_error, NULL, NULL, NULL, napi_default, NULL},
       {"config", NULL, js_config, NULL, NULL, NULL, napi_default, NULL},
   };

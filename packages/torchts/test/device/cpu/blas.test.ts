@@ -12,7 +12,7 @@ import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
 import * as torch from "../../../src/index.js";
 import { arenaF32, cpuInfo, matmulBatchedF32, matmulF32, setNumThreads, unaryF32 } from "../../../src/device/cpu/wasm/index.js";
-import { AVX512_NAME, blasShares, blasStats, KERNEL_CODE, setCpuBlas, type BlasKernel } from "../../../src/device/cpu/native/blas.js";
+import { AVX512_NAME, blasShares, HALF_WIDTH_REASON, blasStats, KERNEL_CODE, setCpuBlas, type BlasKernel } from "../../../src/device/cpu/native/blas.js";
 
 const wasm = process.env.TORCHTS_CPU_BACKEND !== "js";
 const required = process.env.TORCHTS_REQUIRE_BLAS === "1";
@@ -21,6 +21,7 @@ type Addon = {
   sgemm(...a: unknown[]): void;
   gemmSlab(...a: unknown[]): void;
   kernels(): string;
+  halfWidthFma(): boolean;
 };
 function addon(): Addon | null {
   try {
@@ -112,12 +113,19 @@ test("TORCHTS_REQUIRE_BLAS=1 (CI): the bridge is built, OpenBLAS loads, AVX-512 
   const flags = /^flags\s*:(.*)$/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]?.split(/\s+/) ?? [];
   const avx512 = ["avx512f", "avx512dq", "avx512bw", "avx512vl", "fma"].every((f) => flags.includes(f));
   assert.deepEqual(kernels, avx512 ? ["avx512", "openblas"] : ["openblas"]);
+  // AMD Zen 1 (family 23, models below 0x30) runs 256-bit FMAs in two halves: auto keeps the wasm GEMM there
+  const family = Number(/^cpu family\s*:\s*(\d+)/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]);
+  const model = Number(/^model\s*:\s*(\d+)/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]);
+  const zen1 = /AuthenticAMD/.test(readFileSync("/proc/cpuinfo", "utf8")) && family === 23 && model < 0x30;
+  assert.equal(addon()!.halfWidthFma(), zen1, "the bridge tells a Zen 1 core");
   setCpuBlas("auto");
   const info = cpuInfo();
-  assert.equal(info.blasKernel, avx512 ? "avx512" : "openblas", "auto takes the AVX-512 kernel where there is one");
+  const want = avx512 ? "avx512" : zen1 ? "" : "openblas";
+  assert.equal(info.blasKernel, want, "auto takes the AVX-512 kernel where there is one, OpenBLAS where its FMAs are full width");
   if (avx512) assert.equal(info.blas, AVX512_NAME);
+  else if (zen1) assert.equal(info.blas, "");
   else assert.match(info.blas, /^OpenBLAS \d+\.\d+\.\d+ .* core \w+/);
-  assert.equal(info.blasReason, "");
+  assert.equal(info.blasReason, want ? "" : HALF_WIDTH_REASON);
   withKernel("openblas", () => assert.match(cpuInfo().blas, /^OpenBLAS \d+\.\d+\.\d+ .* core \w+/));
 });
 

@@ -2,11 +2,14 @@
 // by scripts/build_native.mjs at install) with two kernels:
 //   avx512   torchts' own (native/gemm_avx512.c), on CPUs with AVX-512: ~240 GFLOP/s a core here;
 //   openblas the system's OpenBLAS, what PyTorch's CPU matmul uses (Debian's 0.3.21 runs its
-//            256-bit Haswell kernels on AMD's AVX-512 cores: ~120 GFLOP/s a core here).
+//            256-bit Haswell kernels on AMD's AVX-512 cores: ~120 GFLOP/s a core here). Not
+//            taken by `auto` on a CPU that splits 256-bit FMAs in halves (AMD Zen 1, halfWidthFma):
+//            there its single-threaded calls ran 9-17 GFLOP/s on the small step's products
+//            ([256, 128..512] x [.., 128..512], EPYC 7001 at 2 GHz) and the wasm GEMM 2-4x that.
 // 128-bit wasm SIMD caps a GEMM at ~60 GFLOP/s a core. Operands stay where they are (the bridge
 // reads and writes views of the wasm memory in place). What it cannot express (a stride that is
 // neither rows nor columns, aliasing, the browser, no bridge) runs on the wasm GEMM instead.
-//   TORCHTS_CPU_BLAS=auto (default: avx512, else openblas, else wasm) | avx512 | openblas (required) | off
+//   TORCHTS_CPU_BLAS=auto (default: avx512, else openblas unless halfWidthFma, else wasm) | avx512 | openblas (required) | off
 
 import type { WasmRuntime } from "../wasm/runtime.js";
 
@@ -31,6 +34,8 @@ export interface Bridge {
   im2col(mem: Float32Array, lo: number, hi: number, pb: number): void;
   /** Whether this CPU runs the int8 kernels (AVX-512 VNNI). */
   vnni(): boolean;
+  /** Whether this CPU splits 256-bit FMAs into two 128-bit halves (AMD Zen 1): OpenBLAS' AVX2 kernels gain nothing over wasm SIMD there. */
+  halfWidthFma(): boolean;
   /** (hi - lo) x 4096 x 24 AVX-512 FMAs on the calling thread (a benchmark's hardware limit); mem is unused. */
   fmaProbe(mem: Float32Array | null, lo: number, hi: number, unused?: number): number;
   /** Why OpenBLAS did not load, or null. */
@@ -146,8 +151,13 @@ function load(): Blas | null {
   let kernel: BlasKernel | null = null;
   if (b) {
     const has = b.kernels().split(",");
-    kernel = mode === "auto" ? (has.includes("avx512") ? "avx512" : has.includes("openblas") ? "openblas" : null) : has.includes(mode) ? mode : null;
-    if (!kernel) reason = mode === "avx512" ? "this CPU has no AVX-512 kernel" : (b.error() ?? "OpenBLAS did not load");
+    const halfWidth = has.includes("openblas") && typeof b.halfWidthFma === "function" && b.halfWidthFma(); // a bridge built before it existed: as before
+    kernel = mode === "auto" ? (has.includes("avx512") ? "avx512" : has.includes("openblas") && !halfWidth ? "openblas" : null) : has.includes(mode) ? mode : null;
+    if (!kernel)
+      reason =
+        mode === "avx512" ? "this CPU has no AVX-512 kernel"
+        : halfWidth ? HALF_WIDTH_REASON
+        : (b.error() ?? "OpenBLAS did not load");
     // the pool's threads split products; OpenBLAS' own threads would have to be woken per call
     if (has.includes("openblas")) b.setThreads(1);
   }
@@ -176,6 +186,10 @@ export function setCpuBlas(m: Mode): void {
     throw e;
   }
 }
+
+/** blasInfo().blasReason where `auto` leaves OpenBLAS to a CPU with full-width FMAs. */
+export const HALF_WIDTH_REASON =
+  "this CPU runs 256-bit FMAs in two halves (AMD Zen 1): the wasm GEMM outruns OpenBLAS' AVX2 kernels here (TORCHTS_CPU_BLAS=openblas takes OpenBLAS anyway)";
 
 /** The AVX-512 kernel's name in blasInfo(). */
 export const AVX512_NAME = "torchts AVX-512 sgemm (12x32 tiles)";
