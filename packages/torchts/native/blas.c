@@ -1,11 +1,12 @@
 // torchts' optional native BLAS bridge for Node: float32 GEMM through torchts' own AVX-512
-// kernel (gemm_avx512.c) where the CPU has one, or the system's OpenBLAS, found at run time with
+// kernel (gemm_avx512.c) or AVX2 kernel (gemm_avx2.c), or the system's OpenBLAS, found at run time with
 // dlopen, so building this needs only a C compiler and Node's headers (no BLAS headers), and a
 // machine without OpenBLAS still loads it and reports why. Each call names its kernel
 // (KERNEL_*). Operands are Float32Arrays (views of the wasm arena's shared memory, or plain
 // arrays): the product reads and writes them in place, single-threaded on the calling thread
 // (torchts' pool threads each call it on their own shares; OpenBLAS' own threads are set to 1).
 #include "attention_avx512.h"
+#include "gemm_avx2.h"
 #include "gemm_avx512.h"
 #include "im2col.h"
 #include "w8a8_avx512.h"
@@ -19,7 +20,7 @@
 // CBLAS' enums, as the reference header numbers them
 enum { RowMajor = 101, NoTrans = 111, Trans = 112 };
 // which GEMM a call runs
-enum { KERNEL_OPENBLAS = 0, KERNEL_AVX512 = 1 };
+enum { KERNEL_OPENBLAS = 0, KERNEL_AVX512 = 1, KERNEL_AVX2 = 2 };
 typedef void (*sgemm_t)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*,
                         int);
 typedef void (*set_threads_t)(int);
@@ -30,16 +31,18 @@ static set_threads_t set_threads;
 static config_t get_config;
 static config_t get_corename;
 static char load_error[512];
-static int avx512, vnni;
+static int avx512, avx2, vnni;
 
 // 0 when the kernel can run, else 1 with the error thrown
 static int kernel_arg(napi_env env, int64_t k, const char* fn) {
   char msg[640];
   if (k == KERNEL_OPENBLAS && sgemm) return 0;
   if (k == KERNEL_AVX512 && avx512) return 0;
+  if (k == KERNEL_AVX2 && avx2) return 0;
   if (k == KERNEL_OPENBLAS) snprintf(msg, sizeof msg, "%s: %s", fn, load_error);
   else if (k == KERNEL_AVX512) snprintf(msg, sizeof msg, "%s: this CPU has no AVX-512 kernel", fn);
-  else snprintf(msg, sizeof msg, "%s: kernel must be 0 (OpenBLAS) or 1 (AVX-512)", fn);
+  else if (k == KERNEL_AVX2) snprintf(msg, sizeof msg, "%s: this CPU has no AVX2 kernel", fn);
+  else snprintf(msg, sizeof msg, "%s: kernel must be 0 (OpenBLAS), 1 (AVX-512) or 2 (AVX2)", fn);
   napi_throw_range_error(env, NULL, msg);
   return 1;
 }
@@ -48,6 +51,7 @@ static int kernel_arg(napi_env env, int64_t k, const char* fn) {
 static void run_gemm(int kernel, int ta, int tb, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
                      float beta, float* C, int ldc) {
   if (kernel == KERNEL_AVX512) tts_sgemm_avx512(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+  else if (kernel == KERNEL_AVX2) tts_sgemm_avx2(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
   else sgemm(RowMajor, ta ? Trans : NoTrans, tb ? Trans : NoTrans, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -65,6 +69,7 @@ static void load_blas(void) {
     setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
 #endif
   avx512 = tts_avx512_usable();
+  avx2 = tts_avx2_usable();
   vnni = tts_vnni_usable();
   const char* env = getenv("TORCHTS_OPENBLAS");
   const char* names[] = {env, "libopenblas.so.0", "libopenblasp.so.0", "libopenblas.so", "libopenblas.dylib"};
@@ -416,45 +421,35 @@ static napi_value js_vnni(napi_env env, napi_callback_info info) {
   return r;
 }
 
-// fmaProbe(mem, lo, hi, _): (hi - lo) x 4096 x 24 AVX-512 FMAs on this thread (the benchmarks'
-// peak); a pool function's signature, so the pool's threads can each run a share of the units
+// fmaProbe(mem, lo, hi, kernel): (hi - lo) x 4096 x 24 FMAs on this thread, 512-bit (kernel 1,
+// the default) or 256-bit (kernel 2, AVX2): the benchmarks' peak. A pool function's signature,
+// so the pool's threads can each run a share of the units.
 static napi_value js_fma_probe(napi_env env, napi_callback_info info) {
   size_t argc = 4;
   napi_value a[4];
-  int64_t lo, hi;
+  int64_t lo, hi, kern = KERNEL_AVX512;
   napi_get_cb_info(env, info, &argc, a, NULL, NULL);
   if (argc < 3 || !int_arg(env, "fmaProbe", 1, a[1], &lo) || !int_arg(env, "fmaProbe", 2, a[2], &hi)) return NULL;
-  if (!avx512 || lo < 0 || hi < lo || hi - lo > (1LL << 20)) {
-    napi_throw_range_error(env, NULL, avx512 ? "fmaProbe: units out of range" : "fmaProbe: this CPU has no AVX-512 kernel");
+  if (argc >= 4 && !int_arg(env, "fmaProbe", 3, a[3], &kern)) return NULL;
+  if (kern != KERNEL_AVX2) kern = KERNEL_AVX512;
+  const int there = kern == KERNEL_AVX2 ? avx2 : avx512;
+  if (!there || lo < 0 || hi < lo || hi - lo > (1LL << 20)) {
+    napi_throw_range_error(env, NULL, !there ? (kern == KERNEL_AVX2 ? "fmaProbe: this CPU has no AVX2 kernel" : "fmaProbe: this CPU has no AVX-512 kernel") : "fmaProbe: units out of range");
     return NULL;
   }
   napi_value r;
-  napi_create_double(env, tts_fma_probe_avx512(hi - lo), &r);
+  napi_create_double(env, kern == KERNEL_AVX2 ? tts_fma_probe_avx2(hi - lo) : tts_fma_probe_avx512(hi - lo), &r);
   return r;
 }
 
-// the kernels this machine runs, comma-separated ("avx512,openblas", "openblas", "")
+// the kernels this machine runs, comma-separated ("avx512,avx2,openblas", "avx2,openblas", "openblas", "")
 static napi_value js_kernels(napi_env env, napi_callback_info info) {
   (void)info;
   char s[32];
-  snprintf(s, sizeof s, "%s%s%s", avx512 ? "avx512" : "", avx512 && sgemm ? "," : "", sgemm ? "openblas" : "");
+  snprintf(s, sizeof s, "%s%s%s%s%s", avx512 ? "avx512" : "", avx512 && (avx2 || sgemm) ? "," : "", avx2 ? "avx2" : "",
+           avx2 && sgemm ? "," : "", sgemm ? "openblas" : "");
   napi_value r;
   napi_create_string_utf8(env, s, NAPI_AUTO_LENGTH, &r);
-  return r;
-}
-
-// halfWidthFma(): whether this CPU runs 256-bit FMAs as two 128-bit halves (AMD Zen 1 and Zen+,
-// family 0x17 below model 0x30), where OpenBLAS' AVX2 kernels have no more FMA throughput than
-// the wasm GEMM's 128-bit SIMD
-static napi_value js_half_width_fma(napi_env env, napi_callback_info info) {
-  (void)info;
-  int half = 0;
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  half = __builtin_cpu_is("znver1");
-#endif
-  napi_value r;
-  napi_get_boolean(env, half, &r);
   return r;
 }
 
@@ -491,7 +486,6 @@ static napi_value init(napi_env env, napi_value exports) {
       {"attnFwd", NULL, js_attn, NULL, NULL, NULL, napi_default, NULL},
       {"fmaProbe", NULL, js_fma_probe, NULL, NULL, NULL, napi_default, NULL},
       {"kernels", NULL, js_kernels, NULL, NULL, NULL, napi_default, NULL},
-      {"halfWidthFma", NULL, js_half_width_fma, NULL, NULL, NULL, napi_default, NULL},
       {"error", NULL, js_error, NULL, NULL, NULL, napi_default, NULL},
       {"config", NULL, js_config, NULL, NULL, NULL, napi_default, NULL},
   };

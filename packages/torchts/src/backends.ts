@@ -13,11 +13,11 @@ export const cpu = {
   setBackend: (b: "js" | "wasm" | "auto"): void => setCpuBackend(b),
   /**
    * Who runs float32 products on Node, through the native bridge: torchts' AVX-512 kernel
-   * ("avx512"), the system's OpenBLAS ("openblas"), either ("auto": AVX-512 where the CPU has it),
-   * or the wasm GEMM ("off"). Naming a kernel requires it (throws, keeping the previous choice,
+   * ("avx512") or AVX2 kernel ("avx2"), the system's OpenBLAS ("openblas"), the best of them the
+   * CPU runs ("auto": AVX-512, else AVX2, else OpenBLAS), or the wasm GEMM ("off"). Naming a kernel requires it (throws, keeping the previous choice,
    * where it cannot run). TORCHTS_CPU_BLAS selects at startup.
    */
-  setBlas: (b: "auto" | "avx512" | "openblas" | "off"): void => setCpuBlas(b),
+  setBlas: (b: "auto" | "avx512" | "avx2" | "openblas" | "off"): void => setCpuBlas(b),
   setNumThreads,
   getNumThreads,
   /** Switch the cpu's own kernels for a composite (softmax, attention, ...) off to run its decomposition. */

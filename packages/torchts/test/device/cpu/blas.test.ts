@@ -1,18 +1,18 @@
-// The native GEMM bridge (src/device/cpu/native/blas.ts, native/blas.c, native/gemm_avx512.c),
-// on each kernel this machine runs (torchts' AVX-512 one, OpenBLAS): every row-major layout it
+// The native GEMM bridge (src/device/cpu/native/blas.ts, native/blas.c, native/gemm_avx512.c, gemm_avx2.c),
+// on each kernel this machine runs (torchts' AVX-512 and AVX2 ones, OpenBLAS): every row-major layout it
 // maps (A and B plain or transposed, row strides wider than a row, 1-wide edges, offsets),
 // batched products, operands in the wasm arena and in plain arrays, and what it must refuse:
 // aliasing and strides it cannot express fall back to the wasm GEMM with the same sums, and a
 // wrong call to the bridge itself throws without writing. Under TORCHTS_REQUIRE_BLAS=1 (CI) the
-// bridge must be built, OpenBLAS must load, and the AVX-512 kernel must be there exactly when
-// the CPU lists AVX-512; elsewhere these tests check the wasm fallback the same way.
+// bridge must be built, OpenBLAS must load, and the AVX-512 and AVX2 kernels must be there exactly
+// when the CPU lists AVX-512 / AVX2 and FMA; elsewhere these tests check the wasm fallback the same way.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
 import * as torch from "../../../src/index.js";
 import { arenaF32, cpuInfo, matmulBatchedF32, matmulF32, setNumThreads, unaryF32 } from "../../../src/device/cpu/wasm/index.js";
-import { AVX512_NAME, blasShares, HALF_WIDTH_REASON, blasStats, KERNEL_CODE, setCpuBlas, type BlasKernel } from "../../../src/device/cpu/native/blas.js";
+import { AVX2_NAME, AVX512_NAME, blasShares, blasStats, KERNEL_CODE, setCpuBlas, type BlasKernel } from "../../../src/device/cpu/native/blas.js";
 
 const wasm = process.env.TORCHTS_CPU_BACKEND !== "js";
 const required = process.env.TORCHTS_REQUIRE_BLAS === "1";
@@ -21,7 +21,6 @@ type Addon = {
   sgemm(...a: unknown[]): void;
   gemmSlab(...a: unknown[]): void;
   kernels(): string;
-  halfWidthFma(): boolean;
 };
 function addon(): Addon | null {
   try {
@@ -109,23 +108,16 @@ for (const arena of [true, false]) {
   });
 }
 
-test("TORCHTS_REQUIRE_BLAS=1 (CI): the bridge is built, OpenBLAS loads, AVX-512 runs where the CPU has it", { skip: !wasm || !required }, () => {
+test("TORCHTS_REQUIRE_BLAS=1 (CI): the bridge is built, OpenBLAS loads, AVX-512 and AVX2 run where the CPU has them", { skip: !wasm || !required }, () => {
   const flags = /^flags\s*:(.*)$/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]?.split(/\s+/) ?? [];
   const avx512 = ["avx512f", "avx512dq", "avx512bw", "avx512vl", "fma"].every((f) => flags.includes(f));
-  assert.deepEqual(kernels, avx512 ? ["avx512", "openblas"] : ["openblas"]);
-  // AMD Zen 1 (family 23, models below 0x30) runs 256-bit FMAs in two halves: auto keeps the wasm GEMM there
-  const family = Number(/^cpu family\s*:\s*(\d+)/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]);
-  const model = Number(/^model\s*:\s*(\d+)/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]);
-  const zen1 = /AuthenticAMD/.test(readFileSync("/proc/cpuinfo", "utf8")) && family === 23 && model < 0x30;
-  assert.equal(addon()!.halfWidthFma(), zen1, "the bridge tells a Zen 1 core");
+  const avx2 = ["avx2", "fma"].every((f) => flags.includes(f));
+  assert.deepEqual(kernels, [...(avx512 ? ["avx512"] : []), ...(avx2 ? ["avx2"] : []), "openblas"]);
   setCpuBlas("auto");
   const info = cpuInfo();
-  const want = avx512 ? "avx512" : zen1 ? "" : "openblas";
-  assert.equal(info.blasKernel, want, "auto takes the AVX-512 kernel where there is one, OpenBLAS where its FMAs are full width");
-  if (avx512) assert.equal(info.blas, AVX512_NAME);
-  else if (zen1) assert.equal(info.blas, "");
-  else assert.match(info.blas, /^OpenBLAS \d+\.\d+\.\d+ .* core \w+/);
-  assert.equal(info.blasReason, want ? "" : HALF_WIDTH_REASON);
+  assert.equal(info.blasKernel, avx512 ? "avx512" : "avx2", "auto takes the AVX-512 kernel where there is one, else the AVX2 one");
+  assert.equal(info.blas, avx512 ? AVX512_NAME : AVX2_NAME);
+  assert.equal(info.blasReason, "");
   withKernel("openblas", () => assert.match(cpuInfo().blas, /^OpenBLAS \d+\.\d+\.\d+ .* core \w+/));
 });
 
@@ -143,9 +135,9 @@ test("blas off: info says why, and the wasm GEMM gives the same sums", { skip: !
 test("torch.backends.cpu.setBlas validates its argument and keeps the previous choice", { skip: !wasm }, () => {
   setCpuBlas("auto");
   const before = cpuInfo().blas;
-  assert.throws(() => torch.backends.cpu.setBlas("mkl" as "off"), /setCpuBlas: expected auto, avx512, openblas or off, got mkl/);
+  assert.throws(() => torch.backends.cpu.setBlas("mkl" as "off"), /setCpuBlas: expected auto, avx512, avx2, openblas or off, got mkl/);
   assert.equal(cpuInfo().blas, before);
-  for (const k of ["avx512", "openblas"] as const) {
+  for (const k of ["avx512", "avx2", "openblas"] as const) {
     if (kernels.includes(k)) {
       torch.backends.cpu.setBlas(k); // required and there: no error
       assert.equal(cpuInfo().blasKernel, k);
@@ -210,7 +202,7 @@ test("the bridge itself refuses a wrong call without writing (types, shapes, off
   const b = addon()!;
   const codes: number[] = kernels.map((k) => KERNEL_CODE[k]);
   // a kernel this machine does not run is refused like any other wrong argument
-  const absent = [0, 1].filter((c) => !codes.includes(c));
+  const absent = [0, 1, 2].filter((c) => !codes.includes(c));
   for (const kern of codes) {
     const A = new Float32Array(6).fill(1), B = new Float32Array(6).fill(2), C = new Float32Array(4).fill(7);
     const ok = [0, 0, 2, 2, 3, A, 0, 3, B, 0, 2, 0, C, 0, 2, kern];
@@ -227,9 +219,9 @@ test("the bridge itself refuses a wrong call without writing (types, shapes, off
       [7, 2, /out of range/], // lda below K
       [14, 1, /out of range/], // ldc below N
       [2, -1, /out of range/],
-      [15, 2, /sgemm: kernel must be 0 \(OpenBLAS\) or 1 \(AVX-512\)/],
+      [15, 3, /sgemm: kernel must be 0 \(OpenBLAS\), 1 \(AVX-512\) or 2 \(AVX2\)/],
       [15, "1", /expected a number/],
-      ...absent.map((c): [number, unknown, RegExp] => [15, c, c === 1 ? /sgemm: this CPU has no AVX-512 kernel/ : /sgemm: /]),
+      ...absent.map((c): [number, unknown, RegExp] => [15, c, c === 1 ? /sgemm: this CPU has no AVX-512 kernel/ : c === 2 ? /sgemm: this CPU has no AVX2 kernel/ : /sgemm: /]),
     ];
     for (const [i, v, re] of bad) {
       const args: unknown[] = ok.slice();
@@ -310,25 +302,42 @@ test("the bridge's sums do not depend on the thread count or on where the operan
   }
 });
 
-test("avx512: a product cut into shares sums exactly as one call, in every layout", { skip: !kernels.includes("avx512") }, () => {
-  const b = addon()!;
-  // shapes whose shares cut columns (N >= 64) or rows, with M and N edges and K over one block
-  for (const [M, K, N] of [[200, 300, 260], [131, 257, 40], [64, 513, 97]] as const) {
-    const { shares } = blasShares(M, N, "avx512");
-    assert.ok(shares > 1, `${M}x${K}x${N} is cut`);
-    for (const [ta, tb] of [[0, 0], [1, 0], [0, 1], [1, 1]] as const) {
-      const A = new Float32Array(M * K), B = new Float32Array(K * N);
-      fill(A, M + K + ta);
-      fill(B, N + K + tb);
-      const lda = ta ? M : K, ldb = tb ? K : N;
-      const whole = new Float32Array(M * N);
-      b.sgemm(ta, tb, M, N, K, A, 0, lda, B, 0, ldb, 0, whole, 0, N, 1);
-      const cut = new Float32Array(M * N);
-      withKernel("avx512", () => assert.ok(matmulF32(M, K, N, A, 0, ta ? 1 : K, ta ? M : 1, B, 0, tb ? 1 : N, tb ? K : 1, cut, 0)));
-      assert.deepEqual(cut, whole, `${M}x${K}x${N} ta ${ta} tb ${tb}`);
+for (const kern of ["avx512", "avx2"] as const)
+  test(`${kern}: a product cut into shares sums exactly as one call, in every layout`, { skip: !kernels.includes(kern) }, () => {
+    const b = addon()!;
+    // shapes whose shares cut columns or rows, with M and N edges and K over one block
+    for (const [M, K, N] of [[200, 300, 260], [131, 257, 40], [64, 513, 97], [50, 70, 20]] as const) {
+      const { shares } = blasShares(M, N, kern);
+      assert.ok(shares > 1, `${M}x${K}x${N} is cut`);
+      for (const [ta, tb] of [[0, 0], [1, 0], [0, 1], [1, 1]] as const) {
+        const A = new Float32Array(M * K), B = new Float32Array(K * N);
+        fill(A, M + K + ta);
+        fill(B, N + K + tb);
+        const lda = ta ? M : K, ldb = tb ? K : N;
+        const whole = new Float32Array(M * N);
+        b.sgemm(ta, tb, M, N, K, A, 0, lda, B, 0, ldb, 0, whole, 0, N, KERNEL_CODE[kern]);
+        const cut = new Float32Array(M * N);
+        withKernel(kern, () => assert.ok(matmulF32(M, K, N, A, 0, ta ? 1 : K, ta ? M : 1, B, 0, tb ? 1 : N, tb ? K : 1, cut, 0)));
+        assert.deepEqual(cut, whole, `${M}x${K}x${N} ta ${ta} tb ${tb}`);
+        // and the same sums one element at a time: fused multiply-adds in k order within 256-deep blocks
+        for (let i = 0; i < M; i += 7)
+          for (let j = 0; j < N; j += 5) {
+            let c = 0;
+            for (let p = 0; p < K; p += 256) {
+              let acc = 0;
+              for (let k = p; k < Math.min(K, p + 256); k++) acc = fmaf(ta ? A[k * M + i]! : A[i * K + k]!, tb ? B[j * K + k]! : B[k * N + j]!, acc);
+              c = p > 0 ? Math.fround(c + acc) : acc;
+            }
+            assert.equal(whole[i * N + j], c, `${M}x${K}x${N} ta ${ta} tb ${tb} (${i},${j}): the k-ordered sum`);
+          }
+      }
     }
-  }
-});
+  });
+
+/** float32 fused multiply-add: a*b + c rounded once (exact in float64, since a*b of two float32s is) */
+function fmaf(a: number, b: number, c: number): number {
+  return Math.fround(a * b + c);
+}
 
 test("torch.matmul and nn.functional.linear agree with the wasm GEMM (strict, fused, compiled)", { skip: !wasm }, async () => {
   const x = torch.randn([4, 24, 40], { generator: new torch.Generator(1) });

@@ -1,15 +1,16 @@
 // The optional native float32 GEMM on Node, through a small N-API bridge (native/blas.c, built
-// by scripts/build_native.mjs at install) with two kernels:
+// by scripts/build_native.mjs at install) with three kernels:
 //   avx512   torchts' own (native/gemm_avx512.c), on CPUs with AVX-512: ~240 GFLOP/s a core here;
+//   avx2     torchts' own (native/gemm_avx2.c), the same design on 256-bit registers, for CPUs
+//            with AVX2 and FMA only: ~37 GFLOP/s a core on a 2 GHz EPYC 7001 (Zen 1), its FMA limit;
 //   openblas the system's OpenBLAS, what PyTorch's CPU matmul uses (Debian's 0.3.21 runs its
-//            256-bit Haswell kernels on AMD's AVX-512 cores: ~120 GFLOP/s a core here). Not
-//            taken by `auto` on a CPU that splits 256-bit FMAs in halves (AMD Zen 1, halfWidthFma):
-//            there its single-threaded calls ran 9-17 GFLOP/s on the small step's products
-//            ([256, 128..512] x [.., 128..512], EPYC 7001 at 2 GHz) and the wasm GEMM 2-4x that.
+//            256-bit Haswell kernels on AMD's AVX-512 cores: ~120 GFLOP/s a core there; on the
+//            Zen 1 EPYC its single-threaded calls, one per share, ran 9-17 GFLOP/s on the small
+//            step's products, under the wasm GEMM).
 // 128-bit wasm SIMD caps a GEMM at ~60 GFLOP/s a core. Operands stay where they are (the bridge
 // reads and writes views of the wasm memory in place). What it cannot express (a stride that is
 // neither rows nor columns, aliasing, the browser, no bridge) runs on the wasm GEMM instead.
-//   TORCHTS_CPU_BLAS=auto (default: avx512, else openblas unless halfWidthFma, else wasm) | avx512 | openblas (required) | off
+//   TORCHTS_CPU_BLAS=auto (default: avx512, else avx2, else openblas, else wasm) | avx512 | avx2 | openblas (required) | off
 
 import type { WasmRuntime } from "../wasm/runtime.js";
 
@@ -22,7 +23,7 @@ export interface Bridge {
   /** One share [lo, hi) of the product whose parameter block (GEMM_PARAM) is at byte pb of mem. */
   gemmSlab(mem: Float32Array, lo: number, hi: number, pb: number): void;
   setThreads(n: number): void;
-  /** The kernels this machine runs, comma-separated: "avx512,openblas", "openblas", "". */
+  /** The kernels this machine runs, comma-separated: "avx512,avx2,openblas", "avx2,openblas", "openblas", "". */
   kernels(): string;
   /** Units [lo, hi) of the attention whose parameter block (NATIVE_ATTN, native/attention.ts) is at byte pb of mem. */
   attnFwd(mem: Float32Array, lo: number, hi: number, pb: number): void;
@@ -34,10 +35,8 @@ export interface Bridge {
   im2col(mem: Float32Array, lo: number, hi: number, pb: number): void;
   /** Whether this CPU runs the int8 kernels (AVX-512 VNNI). */
   vnni(): boolean;
-  /** Whether this CPU splits 256-bit FMAs into two 128-bit halves (AMD Zen 1): OpenBLAS' AVX2 kernels gain nothing over wasm SIMD there. */
-  halfWidthFma(): boolean;
-  /** (hi - lo) x 4096 x 24 AVX-512 FMAs on the calling thread (a benchmark's hardware limit); mem is unused. */
-  fmaProbe(mem: Float32Array | null, lo: number, hi: number, unused?: number): number;
+  /** (hi - lo) x 4096 x 24 FMAs on the calling thread, AVX-512 (kernel 1, the default) or AVX2 (kernel 2): a benchmark's hardware limit; mem is unused. */
+  fmaProbe(mem: Float32Array | null, lo: number, hi: number, kernel?: number): number;
   /** Why OpenBLAS did not load, or null. */
   error(): string | null;
   config(): string;
@@ -48,20 +47,22 @@ export interface Bridge {
 /** Int32 words of gemmSlab's parameter block, then (aOff, bOff) per product; offsets in floats. */
 export const GEMM_PARAM = { ta: 0, tb: 1, M: 2, N: 3, K: 4, lda: 5, ldb: 6, ldc: 7, byCols: 8, share: 9, nb: 10, co: 11, cStride: 12, kernel: 13, offs: 14 } as const;
 
-export type BlasKernel = "avx512" | "openblas";
+export type BlasKernel = "avx512" | "avx2" | "openblas";
 /** The bridge's number for each kernel (sgemm's last argument, GEMM_PARAM.kernel). */
-export const KERNEL_CODE: Record<BlasKernel, number> = { openblas: 0, avx512: 1 };
+export const KERNEL_CODE: Record<BlasKernel, number> = { openblas: 0, avx512: 1, avx2: 2 };
 
 /**
  * How a product is cut into single-threaded shares, from its shape alone, at most 8. OpenBLAS:
  * along the longer of M and N, 32 or more each, so its sums never depend on the thread count.
- * avx512: its sums do not depend on the cut at all (each element is the same k-ordered sum), so
- * shares only balance the threads: whole 32-column tiles while there are two of them per share
- * (each share packs just its own columns of B and reads A in place), else rows, 12 at a time.
+ * avx512 and avx2: their sums do not depend on the cut at all (each element is the same k-ordered
+ * sum), so shares only balance the threads: whole column tiles (32 wide, avx2 16) while there are
+ * two of them per share (each share packs just its own columns of B and reads A in place), else
+ * rows, a register tile's height (12, avx2 6) at a time.
  */
 export function blasShares(M: number, N: number, kernel: BlasKernel = "openblas"): { byCols: boolean; share: number; shares: number } {
-  if (kernel === "avx512") {
-    const byCols = N >= 64, dim = byCols ? N : M, tile = byCols ? 32 : 12;
+  if (kernel === "avx512" || kernel === "avx2") {
+    const cols = kernel === "avx512" ? 32 : 16, rows = kernel === "avx512" ? 12 : 6;
+    const byCols = N >= 2 * cols, dim = byCols ? N : M, tile = byCols ? cols : rows;
     const share = Math.max(2 * tile, Math.ceil(Math.ceil(dim / 8) / tile) * tile);
     return { byCols, share, shares: Math.ceil(dim / share) };
   }
@@ -105,7 +106,7 @@ export function bridgePoolFn(rt: WasmRuntime, b: Bridge, name: BridgePoolFn): nu
   return fn;
 }
 
-const MODES: readonly Mode[] = ["auto", "avx512", "openblas", "off"];
+const MODES: readonly Mode[] = ["auto", "avx512", "avx2", "openblas", "off"];
 const proc = (globalThis as { process?: NodeProcess }).process;
 let mode: Mode = envMode();
 let blas: Blas | null | undefined;
@@ -118,7 +119,7 @@ function envMode(): Mode {
   const v = proc?.env?.TORCHTS_CPU_BLAS;
   if (v === undefined || v === "") return "auto";
   if ((MODES as readonly string[]).includes(v)) return v as Mode;
-  throw new Error(`TORCHTS_CPU_BLAS must be auto, avx512, openblas or off, got ${v}`);
+  throw new Error(`TORCHTS_CPU_BLAS must be auto, avx512, avx2, openblas or off, got ${v}`);
 }
 
 // packages/torchts/{src,dist}/device/cpu/native/ -> packages/torchts/build/native/
@@ -151,13 +152,9 @@ function load(): Blas | null {
   let kernel: BlasKernel | null = null;
   if (b) {
     const has = b.kernels().split(",");
-    const halfWidth = has.includes("openblas") && typeof b.halfWidthFma === "function" && b.halfWidthFma(); // a bridge built before it existed: as before
-    kernel = mode === "auto" ? (has.includes("avx512") ? "avx512" : has.includes("openblas") && !halfWidth ? "openblas" : null) : has.includes(mode) ? mode : null;
-    if (!kernel)
-      reason =
-        mode === "avx512" ? "this CPU has no AVX-512 kernel"
-        : halfWidth ? HALF_WIDTH_REASON
-        : (b.error() ?? "OpenBLAS did not load");
+    const auto = (["avx512", "avx2", "openblas"] as const).find((k) => has.includes(k)) ?? null;
+    kernel = mode === "auto" ? auto : has.includes(mode) ? mode : null;
+    if (!kernel) reason = mode === "avx512" ? "this CPU has no AVX-512 kernel" : mode === "avx2" ? "this CPU has no AVX2 kernel" : (b.error() ?? "OpenBLAS did not load");
     // the pool's threads split products; OpenBLAS' own threads would have to be woken per call
     if (has.includes("openblas")) b.setThreads(1);
   }
@@ -173,7 +170,7 @@ export function blasBridge(): Blas | null {
 
 /** Selects the GEMM for products run from now on (tests; the env var is the usual way). */
 export function setCpuBlas(m: Mode): void {
-  if (!MODES.includes(m)) throw new Error(`setCpuBlas: expected auto, avx512, openblas or off, got ${String(m)}`);
+  if (!MODES.includes(m)) throw new Error(`setCpuBlas: expected auto, avx512, avx2, openblas or off, got ${String(m)}`);
   const before = { mode, blas, reason };
   mode = m;
   blas = undefined;
@@ -187,21 +184,19 @@ export function setCpuBlas(m: Mode): void {
   }
 }
 
-/** blasInfo().blasReason where `auto` leaves OpenBLAS to a CPU with full-width FMAs. */
-export const HALF_WIDTH_REASON =
-  "this CPU runs 256-bit FMAs in two halves (AMD Zen 1): the wasm GEMM outruns OpenBLAS' AVX2 kernels here (TORCHTS_CPU_BLAS=openblas takes OpenBLAS anyway)";
-
 /** The AVX-512 kernel's name in blasInfo(). */
 export const AVX512_NAME = "torchts AVX-512 sgemm (12x32 tiles)";
+/** The AVX2 kernel's name in blasInfo(). */
+export const AVX2_NAME = "torchts AVX2 sgemm (6x16 tiles)";
 
 /**
- * What runs float32 products: the kernel ("avx512", "openblas" or "" for the wasm GEMM), its
+ * What runs float32 products: the kernel ("avx512", "avx2", "openblas" or "" for the wasm GEMM), its
  * description (OpenBLAS' build string and core), or the reason the wasm GEMM runs.
  */
 export function blasInfo(): { blas: string; blasKernel: BlasKernel | ""; blasReason: string } {
   const b = blasBridge();
   if (!b) return { blas: "", blasKernel: "", blasReason: reason };
-  return { blas: b.kernel === "avx512" ? AVX512_NAME : b.bridge.config(), blasKernel: b.kernel, blasReason: "" };
+  return { blas: b.kernel === "avx512" ? AVX512_NAME : b.kernel === "avx2" ? AVX2_NAME : b.bridge.config(), blasKernel: b.kernel, blasReason: "" };
 }
 
 /** Row-major transpose flag and leading dimension of a strided R x C operand, or null. */

@@ -49,30 +49,31 @@ export function fmaPeak(units = 4096): { flops: number; threads: number } | null
   return { flops: (units * flopsPerUnit) / (best / 1000), threads: Math.min(rt.pool.threads, rt.pool.ready() + 1) };
 }
 
-/** FLOPs of one native probe unit: 4096 iterations x 24 FMAs x 16 lanes x 2. */
-const NATIVE_FLOPS_PER_UNIT = 4096 * 24 * 16 * 2;
+/** FLOPs of one native probe unit: 4096 iterations x 24 FMAs x lanes (16 AVX-512, 8 AVX2) x 2. */
+const nativeFlopsPerUnit = (lanes: number) => 4096 * 24 * lanes * 2;
 
 /**
- * The FMA peak of the units float32 products run on: the 512-bit units when torchts' AVX-512
- * GEMM runs them (measured on the pool's threads, like fmaPeak), else fmaPeak's wasm SIMD figure.
- * A rep is ~7 ms of FMAs on two threads: long enough that a worker waking late (a halted vCPU
- * can take a fraction of a millisecond) does not leave the caller doing it alone.
+ * The FMA peak of the units float32 products run on: the 512-bit or 256-bit units when torchts'
+ * AVX-512 or AVX2 GEMM runs them (measured on the pool's threads, like fmaPeak), else fmaPeak's
+ * wasm SIMD figure. A rep is ~7 ms of FMAs on two threads (AVX-512): long enough that a worker
+ * waking late (a halted vCPU can take a fraction of a millisecond) does not leave the caller doing it alone.
  */
 export function productPeak(): { flops: number; threads: number; unit: string } | null {
   const rt = wasmRuntime();
   const blas = blasBridge();
-  if (!rt || blas?.kernel !== "avx512") {
+  if (!rt || (blas?.kernel !== "avx512" && blas?.kernel !== "avx2")) {
     const p = fmaPeak(8192);
     return p && { ...p, unit: "wasm SIMD" };
   }
-  const units = 1024;
+  const wide = blas.kernel === "avx512";
+  const units = wide ? 1024 : 2048;
   const fn = bridgePoolFn(rt, blas.bridge, "fmaProbe");
-  rt.pool.run(fn, units, [0], 1, 1); // warm up (workers, clocks)
+  rt.pool.run(fn, units, [blas.code], 1, 1); // warm up (workers, clocks)
   let best = Infinity;
   for (let r = 0; r < 5; r++) {
     const t0 = performance.now();
-    rt.pool.run(fn, units, [0], 1, 1);
+    rt.pool.run(fn, units, [blas.code], 1, 1);
     best = Math.min(best, performance.now() - t0);
   }
-  return { flops: (units * NATIVE_FLOPS_PER_UNIT) / (best / 1000), threads: Math.min(rt.pool.threads, rt.pool.ready() + 1), unit: "AVX-512" };
+  return { flops: (units * nativeFlopsPerUnit(wide ? 16 : 8)) / (best / 1000), threads: Math.min(rt.pool.threads, rt.pool.ready() + 1), unit: wide ? "AVX-512" : "AVX2" };
 }

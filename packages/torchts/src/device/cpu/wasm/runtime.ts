@@ -127,8 +127,8 @@ export interface CpuInfo {
   arenaBytes: number;
   /** What runs float32 products natively (Node, bridge built): the AVX-512 kernel's name, or OpenBLAS' build string and core; "" for the wasm GEMM. */
   blas: string;
-  /** That kernel: "avx512", "openblas", or "" (the wasm GEMM). */
-  blasKernel: "avx512" | "openblas" | "";
+  /** That kernel: "avx512", "avx2", "openblas", or "" (the wasm GEMM). */
+  blasKernel: "avx512" | "avx2" | "openblas" | "";
   /** Why the wasm GEMM runs float32 products instead ("" when a native kernel does). */
   blasReason: string;
 }
