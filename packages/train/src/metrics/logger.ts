@@ -114,7 +114,7 @@ export class MetricsLogger {
     if (this.o.rank === 0 && this.o.jsonlPath) appendFileSync(this.o.jsonlPath, `${JSON.stringify(rec)}\n`);
     this.info(
       `step: ${String(s.step).padStart(5)}  loss: ${s.loss.toFixed(5)}  grad_norm: ${s.gradNorm.toFixed(4)}  memory: ${(mem.peakBytes / GIB).toFixed(2)}GiB  ` +
-        `tps: ${Math.round(tps).toLocaleString("en-US")}  tflops: ${tflops.toFixed(4)}  mfu: ${mfu.toFixed(2)}%  data: ${((100 * this.dataTime) / dt).toFixed(1)}%`,
+        `tps: ${Math.round(tps).toLocaleString("en-US")}  tflops: ${fixedSig(tflops, 4)}  mfu: ${fixedSig(mfu, 2)}%  data: ${((100 * this.dataTime) / dt).toFixed(1)}%`,
     );
     this.bar?.update(s.step, { loss: s.loss.toFixed(4), tps: Math.round(tps).toLocaleString("en-US") });
     this.last = now;
@@ -135,4 +135,13 @@ export class MetricsLogger {
     this.multi = null;
     this.bar = null;
   }
+}
+
+/**
+ * `x` with `digits` decimals, or more where that leaves under 3 significant digits: a small model on
+ * a slow CPU logs ~0.0006 TFLOP/s, which 4 decimals would print 5% off.
+ */
+export function fixedSig(x: number, digits: number): string {
+  if (!(x > 0) || !Number.isFinite(x)) return x.toFixed(digits);
+  return x.toFixed(Math.min(20, Math.max(digits, 2 - Math.floor(Math.log10(x)))));
 }
