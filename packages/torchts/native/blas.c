@@ -431,7 +431,10 @@ static napi_value js_fma_probe(napi_env env, napi_callback_info info) {
   napi_get_cb_info(env, info, &argc, a, NULL, NULL);
   if (argc < 3 || !int_arg(env, "fmaProbe", 1, a[1], &lo) || !int_arg(env, "fmaProbe", 2, a[2], &hi)) return NULL;
   if (argc >= 4 && !int_arg(env, "fmaProbe", 3, a[3], &kern)) return NULL;
-  if (kern != KERNEL_AVX2) kern = KERNEL_AVX512;
+  if (kern != KERNEL_AVX512 && kern != KERNEL_AVX2) {
+    napi_throw_range_error(env, NULL, "fmaProbe: kernel must be 1 (AVX-512) or 2 (AVX2)");
+    return NULL;
+  }
   const int there = kern == KERNEL_AVX2 ? avx2 : avx512;
   if (!there || lo < 0 || hi < lo || hi - lo > (1LL << 20)) {
     napi_throw_range_error(env, NULL, !there ? (kern == KERNEL_AVX2 ? "fmaProbe: this CPU has no AVX2 kernel" : "fmaProbe: this CPU has no AVX-512 kernel") : "fmaProbe: units out of range");

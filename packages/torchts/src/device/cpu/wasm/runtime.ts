@@ -125,7 +125,7 @@ export interface CpuInfo {
   cores: number;
   reason: string;
   arenaBytes: number;
-  /** What runs float32 products natively (Node, bridge built): the AVX-512 kernel's name, or OpenBLAS' build string and core; "" for the wasm GEMM. */
+  /** What runs float32 products natively (Node, bridge built): the AVX-512 or AVX2 kernel's name, or OpenBLAS' build string and core; "" for the wasm GEMM. */
   blas: string;
   /** That kernel: "avx512", "avx2", "openblas", or "" (the wasm GEMM). */
   blasKernel: "avx512" | "avx2" | "openblas" | "";
