@@ -22,7 +22,9 @@ test("DDP and FSDP at N = 2 match N = 1 within 1% over 100 steps (same global ba
     runCli([...(await launch(2)), ...args(ddp, ["--training.local_batch_size", "4", "--parallelism.data_parallel_replicate_degree", "2"])]),
     runCli([...(await launch(2)), ...args(fsdp, ["--training.local_batch_size", "4", "--parallelism.data_parallel_shard_degree", "2"])]),
   ]);
-  for (const r of [a, b, c]) assert.equal(r.code, 0, `${r.stdout.slice(-2000)}\n${r.stderr.slice(-2000)}`);
+  // stderr first (a crash's message is its first line), then the last steps the run logged
+  for (const [name, r] of [["N=1", a], ["DDP", b], ["FSDP", c]] as const)
+    assert.equal(r.code, 0, `the ${name} run exited with ${r.code}:\n${r.stderr.slice(0, 3000)}\n--- its last stdout:\n${r.stdout.slice(-600)}`);
   assert.match(b.stdout, /world 2: dp_replicate 2 x dp_shard 1/);
   assert.match(c.stdout, /world 2: dp_replicate 1 x dp_shard 2/);
   const want = lossByStep(readJsonl(join(one, "metrics.jsonl")));

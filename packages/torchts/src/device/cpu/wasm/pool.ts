@@ -7,8 +7,8 @@
 // can never claim a chunk of a newer job with the older job's parameters.
 
 export const CTL_BYTES = 1024;
-const GEN = 0, COMPLETED = 1, FN = 2, NCH = 3, READY = 4, UNITS = 5, ALIGN = 6, TOTAL = 7;
-const CLAIM_BYTE = 64, ARGS_BYTE = 512, MAX_ARGS = 16;
+export const GEN = 0, COMPLETED = 1, FN = 2, NCH = 3, READY = 4, UNITS = 5, ALIGN = 6, TOTAL = 7;
+export const CLAIM_BYTE = 64, ARGS_BYTE = 512, MAX_ARGS = 16;
 export const MAX_THREADS = 64;
 const CHUNKS_PER_THREAD = 4;
 /** Polls of the job counter a worker makes after a job before it sleeps (~0.1 ms). */
@@ -18,17 +18,18 @@ const SPIN = 50000;
 const DRAIN_SRC = `
 function drain(ctl, claim, args, fns, gen, load) {
   const tag = BigInt(gen) << 32n;
-  const f = fns[ctl[${FN}]] ?? load(ctl[${FN}]), nch = ctl[${NCH}], units = ctl[${UNITS}], align = ctl[${ALIGN}], total = ctl[${TOTAL}];
-  const a0 = args[0], a1 = args[1], a2 = args[2], a3 = args[3], a4 = args[4], a5 = args[5], a6 = args[6], a7 = args[7];
   for (;;) {
     const v = Atomics.load(claim, 0);
     if ((v & ~0xffffffffn) !== tag) return;
     const c = Number(v & 0xffffffffn);
-    if (c >= nch) return;
+    if (c >= ctl[${NCH}]) return;
     if (Atomics.compareExchange(claim, 0, v, v + 1n) !== v) continue;
+    // chunk c is this thread's: the job cannot end, nor the next be posted, before it is done,
+    // so the parameters read now are this job's (read before the claim, they could be the next's)
+    const f = fns[ctl[${FN}]] ?? load(ctl[${FN}]), nch = ctl[${NCH}], units = ctl[${UNITS}], align = ctl[${ALIGN}], total = ctl[${TOTAL}];
     const lo = Math.min(total, Math.floor((units * c) / nch) * align);
     const hi = Math.min(total, Math.floor((units * (c + 1)) / nch) * align);
-    if (lo < hi) f(lo, hi, a0, a1, a2, a3, a4, a5, a6, a7);
+    if (lo < hi) f(lo, hi, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]);
     if (Atomics.add(ctl, ${COMPLETED}, 1) + 1 === nch) Atomics.notify(ctl, ${COMPLETED});
   }
 }`;
@@ -83,7 +84,8 @@ interface Extra {
   names: string[];
   base: number;
 }
-const drain = new Function(`${DRAIN_SRC}; return drain;`)() as Drain;
+/** The claim loop every thread runs (exported for the pool's test, which plays a late worker). */
+export const drain = new Function(`${DRAIN_SRC}; return drain;`)() as Drain;
 
 export class Pool {
   private readonly ctl: Int32Array;
@@ -92,6 +94,8 @@ export class Pool {
   private readonly workers: Spawned[] = [];
   private readonly extra: Extra[] = [];
   private canWait = true;
+  /** Test seam: called once a job's parameters are written, before any thread may claim a chunk. */
+  posting: (() => void) | null = null;
 
   constructor(
     private readonly memory: { readonly buffer: ArrayBufferLike },
@@ -163,6 +167,12 @@ export class Pool {
     }
     const ctl = this.ctl;
     const nch = Math.min(units, nt * CHUNKS_PER_THREAD);
+    const gen = (ctl[GEN]! + 1) | 0;
+    // Close the claim word first (the new tag, no chunk left): a worker still in the last job's
+    // drain (woken late, descheduled) must not claim one more chunk while the parameters below
+    // are half written. It did: an extra call of the attention kernel with the next job's
+    // parameters trapped on its scratch slots (and its count could end the next job early).
+    Atomics.store(this.claim, 0, (BigInt(gen) << 32n) | 0xffffffffn);
     for (let i = 0; i < args.length; i++) this.args[i] = args[i]!;
     ctl[FN] = fn;
     ctl[NCH] = nch;
@@ -170,7 +180,7 @@ export class Pool {
     ctl[ALIGN] = align;
     ctl[TOTAL] = total;
     Atomics.store(ctl, COMPLETED, 0);
-    const gen = (ctl[GEN]! + 1) | 0;
+    this.posting?.();
     Atomics.store(this.claim, 0, BigInt(gen) << 32n);
     Atomics.store(ctl, GEN, gen);
     Atomics.notify(ctl, GEN);
