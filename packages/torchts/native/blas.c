@@ -9,6 +9,7 @@
 #include "gemm_avx2.h"
 #include "gemm_avx512.h"
 #include "im2col.h"
+#include "qgemv_avx2.h"
 #include "w8a8_avx512.h"
 #include <dlfcn.h>
 #include <stdint.h>
@@ -378,6 +379,42 @@ static napi_value js_w8a8(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// q8Gemv(mem, lo, hi, pb): weight rows [lo, hi) of the int8 weight-only product for few rows
+// (qgemv_avx2.c). The block's int32 words are QG_* below: offsets in bytes, ldx and ldo in floats.
+// Everything is checked against the memory before a byte is read or written.
+enum { QG_X, QG_LDX, QG_M, QG_K, QG_GS, QG_Q, QG_S, QG_HASBIAS, QG_BIAS, QG_OUT, QG_LDO, QG_N, QG_WORDS };
+
+static napi_value js_q8_gemv(napi_env env, napi_callback_info info) {
+  float* m;
+  size_t n;
+  int64_t lo, hi, pb;
+  if (!pool_args(env, info, "q8Gemv", &m, &n, &lo, &hi, &pb)) return NULL;
+  if (!avx2) {
+    napi_throw_range_error(env, NULL, "q8Gemv: this CPU has no AVX2 kernel");
+    return NULL;
+  }
+  const uint8_t* mem = (const uint8_t*)m;
+  const int64_t bytes = (int64_t)n * 4;
+  if (pb < 0 || pb % 4 || pb + 4LL * QG_WORDS > bytes) goto bad;
+  const int32_t* p = (const int32_t*)(mem + pb);
+  for (int i = 0; i < QG_WORDS; i++)
+    if (p[i] < 0) goto bad;
+  const int64_t M = p[QG_M], K = p[QG_K], gs = p[QG_GS], N = p[QG_N], ldx = p[QG_LDX], ldo = p[QG_LDO];
+  if (M < 1 || K < 1 || N < 1 || gs < 1 || K % gs || ldx < K || ldo < N || p[QG_HASBIAS] > 1 || p[QG_X] % 4 ||
+      p[QG_S] % 4 || p[QG_BIAS] % 4 || p[QG_OUT] % 4 || p[QG_X] + ((M - 1) * ldx + K) * 4 > bytes ||
+      p[QG_Q] + N * K > bytes || p[QG_S] + N * (K / gs) * 4 > bytes || (p[QG_HASBIAS] && p[QG_BIAS] + N * 4 > bytes) ||
+      p[QG_OUT] + ((M - 1) * ldo + N) * 4 > bytes || lo < 0 || lo >= hi || hi > N)
+    goto bad;
+  tts_q8gemv_t g = {(const float*)(mem + p[QG_X]), ldx, (int)M, (int)K, (int)gs, (const int8_t*)(mem + p[QG_Q]),
+                    (const float*)(mem + p[QG_S]), p[QG_HASBIAS] ? (const float*)(mem + p[QG_BIAS]) : NULL,
+                    (float*)(m) + p[QG_OUT] / 4, ldo};
+  tts_q8gemv_avx2(&g, (int)lo, (int)hi);
+  return NULL;
+bad:
+  napi_throw_range_error(env, NULL, "q8Gemv: parameter block or rows out of range");
+  return NULL;
+}
+
 // im2col(mem, lo, hi, pb): rows [lo, hi) of one image's im2col matrix (im2col.c); the block's
 // int32 words are IC_* below, offsets in floats. Runs on any CPU (the GEMM that follows picks its kernel).
 enum { IC_X, IC_CG, IC_H, IC_W, IC_KH, IC_KW, IC_OH, IC_OW, IC_SH, IC_SW, IC_PH, IC_PW, IC_DH, IC_DW, IC_COLS, IC_LDC,
@@ -485,6 +522,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"q8Rows", NULL, js_q8_rows, NULL, NULL, NULL, napi_default, NULL},
       {"w8a8Slab", NULL, js_w8a8, NULL, NULL, NULL, napi_default, NULL},
       {"im2col", NULL, js_im2col, NULL, NULL, NULL, napi_default, NULL},
+      {"q8Gemv", NULL, js_q8_gemv, NULL, NULL, NULL, napi_default, NULL},
       {"vnni", NULL, js_vnni, NULL, NULL, NULL, napi_default, NULL},
       {"attnFwd", NULL, js_attn, NULL, NULL, NULL, napi_default, NULL},
       {"fmaProbe", NULL, js_fma_probe, NULL, NULL, NULL, napi_default, NULL},

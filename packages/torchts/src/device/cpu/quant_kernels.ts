@@ -10,6 +10,7 @@ import type { Arr, Kernel } from "./codegen.js";
 import { matmulF32 } from "./wasm/matmul.js";
 import { PREMUL_MAX_GS, QROWS } from "./wasm/qgemv.js";
 import { wasmRuntime, type WasmRuntime } from "./wasm/runtime.js";
+import { QGEMV, nativeQ8GemvFn, nativeQ8GemvStats } from "./native/qgemv.js";
 
 /** Above this many rows the weight is dequantized once for the GEMM instead of streamed per 4 rows. */
 const STREAM_MAX_M = 16;
@@ -100,10 +101,15 @@ function streamed(
     const optr = oDirect ? ptrOf(O, 0) : os;
     const args = [ptrOf(ins[1]!, offs[1]!), ptrOf(ins[2]!, offs[2]!)];
     const bptr = hasBias ? ptrOf(ins[3]!, offs[3]!) : 0;
-    for (let r0 = 0; r0 < M; r0 += QROWS) {
-      const R = Math.min(QROWS, M - r0);
-      rt.pool.run(rt.fn[kernelName(bits, gs, R)]!, N, [xptr + r0 * K * 4, ...args, optr + r0 * N * 4, N * 4, K, gs, bptr], 1, Math.ceil(MIN_MACS_PER_THREAD / (K * R)));
-    }
+    // one row stays on wasm: its byte-shuffle widening ran 10-30% faster than the native kernel
+    // on an AVX2 EPYC, which took 2-8 rows 1.2-1.7x faster (bench/transformers/int8_gemv.ts)
+    const nat = bits === 8 && M >= 2 ? nativeQ8GemvFn(rt) : null;
+    if (nat !== null) nativeStreamed(rt, nat, M, K, N, gs, xptr, args, hasBias, bptr, optr);
+    else
+      for (let r0 = 0; r0 < M; r0 += QROWS) {
+        const R = Math.min(QROWS, M - r0);
+        rt.pool.run(rt.fn[kernelName(bits, gs, R)]!, N, [xptr + r0 * K * 4, ...args, optr + r0 * N * 4, N * 4, K, gs, bptr], 1, Math.ceil(MIN_MACS_PER_THREAD / (K * R)));
+      }
     if (!oDirect) {
       const v = rt.view(Float32Array, os, M * N);
       for (let i = 0; i < M * N; i++) O[i] = v[i]!;
@@ -111,6 +117,21 @@ function streamed(
   } finally {
     x.release();
     if (!oDirect) rt.arena.release(os);
+  }
+}
+
+/** int8 rows on the native AVX2 kernel: all M rows per weight row, weight rows across the threads. */
+function nativeStreamed(
+  rt: WasmRuntime, fn: number, M: number, K: number, N: number, gs: number,
+  xptr: number, args: number[], hasBias: boolean, bptr: number, optr: number,
+): void {
+  const pb = rt.arena.alloc(QGEMV.words * 4);
+  try {
+    rt.view(Int32Array, pb, QGEMV.words).set([xptr, K, M, K, gs, args[0]!, args[1]!, hasBias ? 1 : 0, bptr, optr, N, N]);
+    nativeQ8GemvStats.calls++;
+    rt.pool.run(fn, N, [pb], 1, Math.ceil(MIN_MACS_PER_THREAD / (K * M)));
+  } finally {
+    rt.arena.release(pb);
   }
 }
 

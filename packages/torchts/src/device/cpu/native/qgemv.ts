@@ -1,0 +1,20 @@
+// The AVX2 weight-only int8 product of the native bridge (native/qgemv_avx2.c), run by the
+// linearInt8 composite's calls of 2-16 rows (batched decode, short prompts) when the bridge's AVX2
+// GEMM runs float32 products (TORCHTS_CPU_BLAS=auto or avx2 on a CPU with AVX2 and FMA but no
+// AVX-512). Why: the wasm kernels (wasm/qgemv.ts) stream the weight once per 2 rows; this one once
+// per 4, and ran 2-8 rows 1.2-1.7x faster on an AVX2 EPYC (bench/transformers/int8_gemv.ts). One
+// row stays on wasm (10-30% faster there), and AVX-512 machines keep wasm (not measured there).
+import { blasBridge, bridgePoolFn } from "./blas.js";
+import type { WasmRuntime } from "../wasm/runtime.js";
+
+/** Int32 words of q8Gemv's parameter block (offsets in bytes, ldx and ldo in floats). */
+export const QGEMV = { x: 0, ldx: 1, M: 2, K: 3, gs: 4, q: 5, s: 6, hasBias: 7, bias: 8, out: 9, ldo: 10, N: 11, words: 12 } as const;
+
+/** Calls the native kernel took (tests check which path ran). */
+export const nativeQ8GemvStats = { calls: 0 };
+
+/** The pool function running q8Gemv on rt's memory, or null where it does not run. */
+export function nativeQ8GemvFn(rt: WasmRuntime): number | null {
+  const blas = blasBridge();
+  return blas?.kernel === "avx2" ? bridgePoolFn(rt, blas.bridge, "q8Gemv") : null;
+}
