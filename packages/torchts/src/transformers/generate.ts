@@ -114,6 +114,8 @@ export function chooseToken(scores: Float64Array, history: number[], o: Generate
 }
 
 type Step = (x: Tensor, keyMask: Tensor, pos: Tensor, cachePosition: Tensor) => Tensor;
+/** A prefill of unpadded rows that fill the cache's view (lk == L): plain causal attention, no mask. */
+type CausalStep = (x: Tensor, pos: Tensor, cachePosition: Tensor) => Tensor;
 
 /**
  * `compile: true` keeps, per model, the KV cache and the two compiled step functions of the last
@@ -125,6 +127,7 @@ interface CompiledSession {
   key: string;
   cache: KVCache;
   prefill: Step;
+  prefillCausal: CausalStep;
   decode: Step;
   busy: boolean;
   kept: boolean;
@@ -147,11 +150,14 @@ function compiledSession(model: PreTrainedModel, opts: KVCacheOptions): Compiled
     torch.noGrad(() =>
       model.forward(x, { attentionMask: keyMask, positionIds: pos, cachePosition, cache, logitsToKeep: 1, advanceCache: false }).logits.select(1, -1).to("float32"),
     );
+  const tracedCausal: CausalStep = (x, pos, cachePosition) =>
+    torch.noGrad(() => model.forward(x, { positionIds: pos, cachePosition, cache, logitsToKeep: 1, advanceCache: false }).logits.select(1, -1).to("float32"));
   const name = model.constructor.name;
   const s: CompiledSession = {
     key,
     cache,
     prefill: torch.compile(traced, { modules: [model], name: `${name}.prefill` }),
+    prefillCausal: torch.compile(tracedCausal, { modules: [model], name: `${name}.prefill_causal` }),
     decode: torch.compile(traced, { modules: [model], name: `${name}.decode` }),
     busy: true,
     kept: !old?.busy, // a generation already running on this model keeps its session
@@ -205,6 +211,13 @@ export async function generate(model: PreTrainedModel, input: number[] | number[
       const n = x.shape[1]!;
       const start = cache.length;
       const lk = cache.viewLength(start + n);
+      // float32, no padding and the prompt fills the view: the step without a key mask, whose
+      // attention is plain causal (forwardInputs' causalOnly)
+      if (t === 0 && start === 0 && lk === n && n > 1 && model.dtype === "float32" && mask.every((r) => r.every((m) => m !== 0))) {
+        const out = session!.prefillCausal(x, model.positionIdsFor(mask, 0, n, device), torch.tensor([0], { dtype: "int64", device }));
+        cache.advance(n);
+        return out;
+      }
       const keys = new Float32Array(B * lk);
       for (let b = 0; b < B; b++) for (let j = 0; j < start + n; j++) keys[b * lk + j] = mask[b]![j]!;
       const pos = model.positionIdsFor(mask, start, n, device);

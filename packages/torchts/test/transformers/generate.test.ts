@@ -196,3 +196,33 @@ test("chooseToken samples over a 151,936-token vocabulary (Qwen's): no spread of
   for (const o of [{ doSample: true }, { doSample: true, minP: 0.1 }, { doSample: true, topP: 0.9 }])
     assert.equal(chooseToken(Float64Array.from(logits), [], o, () => 0.5), 1234, JSON.stringify(o));
 });
+
+test("an unpadded float32 prompt filling the cache view attends causally without a mask: the masked path's outputs", async () => {
+  const attn = (p: ReturnType<typeof torch.profiler.profile>) => p.events.filter((e) => e.name.includes('"name":"attention"')).map((e) => e.name);
+  for (const name of ["llama_gqa", "qwen3_qknorm"] as const) {
+    const m = await AutoModelForCausalLM.fromPretrained(fixtureDir(name));
+    const ids = torch.tensor([expected(name).prompts[0]!.input_ids.slice(0, 8)]);
+    let prof = torch.profiler.profile({ recordShapes: true });
+    const causal = torch.noGrad(() => m.forward(ids).logits);
+    await causal.data();
+    prof.stop();
+    const seen = attn(prof);
+    assert.ok(seen.length > 0 && seen.every((n) => n.includes('"causal":true') && n.includes('"mask":false')), `${name}: ${seen[0]}`);
+    // the same rows through a tensor mask (built on the device: the masked kernel)
+    prof = torch.profiler.profile({ recordShapes: true });
+    const masked = torch.noGrad(() => m.forward(ids, { attentionMask: torch.ones([1, 8]) }).logits);
+    await masked.data();
+    prof.stop();
+    assert.ok(attn(prof).every((n) => n.includes('"causal":false') && n.includes('"mask":true')), `${name}: masked path`);
+    assert.equal(await causal.sub(masked).abs().max().item(), 0, `${name}: causal vs masked logits`);
+  }
+  // compiled generate takes its causal prefill step when the prompt fills whole blocks
+  const m = await AutoModelForCausalLM.fromPretrained(fixtureDir("llama_gqa"));
+  const p = expected("llama_gqa").prompts[0]!;
+  assert.equal(p.input_ids.length % 4, 0);
+  const opts = { maxNewTokens: 16, stopTokenIds: [], blockSize: 4 };
+  const eager = await m.generate(p.input_ids, opts);
+  const compiled = await m.generate(p.input_ids, { ...opts, compile: true });
+  assert.deepEqual(eager.newTokens[0], p.greedy_continuation);
+  assert.deepEqual(compiled.newTokens[0], p.greedy_continuation);
+});

@@ -5,7 +5,7 @@ import * as torch from "../../index.js";
 import type { Tensor } from "../../index.js";
 import type { PretrainedConfig } from "../config.js";
 import {
-  Embedding, Linear, PreTrainedModel, RMSNorm, applyRope, ropeCosSin, ropeInvFreq, ropeTables, rotateHalf, rotateHalfMatrix, runLayers, type RopeTables,
+  Embedding, Linear, PreTrainedModel, RMSNorm, applyRope, maskMin, ropeCosSin, ropeInvFreq, ropeTables, rotateHalf, rotateHalfMatrix, runLayers, type RopeTables,
   type CausalLMOutput, type ForwardOptions, type InitOpts,
 } from "../modeling_utils.js";
 import type { KVCache } from "../kv_cache.js";
@@ -48,7 +48,7 @@ class LlamaAttention extends nn.Module {
       this.k_norm = new RMSNorm(this.hd, cfg.normEps, o);
     }
   }
-  override forward(h: Tensor, rope: RopeTables, mask: Tensor, cache?: KVCache, cachePos?: Tensor): Tensor {
+  override forward(h: Tensor, rope: RopeTables, mask: Tensor | null, cache?: KVCache, cachePos?: Tensor): Tensor {
     const [B, L] = h.shape as [number, number];
     let q = this.q_proj.forward(h).view(B, L, -1, this.hd); // [B, L, nh, hd]
     let k = this.k_proj.forward(h).view(B, L, -1, this.hd); // [B, L, nkv, hd]
@@ -93,9 +93,9 @@ class LlamaAttention extends nn.Module {
  * (a single kernel on cpu, reading both segments in place). Other dtypes keep transformers' float32
  * softmax: the nrep query heads of a group are stacked as rows [B, nkv, nrep * L, hd] (a view).
  */
-function attend(q: Tensor, keys: Tensor[], values: Tensor[], mask: Tensor, scale: number): Tensor {
-  if (q.dtype === "float32") {
-    const opts = { attnMask: mask, scale, enableGqa: true };
+function attend(q: Tensor, keys: Tensor[], values: Tensor[], mask: Tensor | null, scale: number): Tensor {
+  if (q.dtype === "float32" && (mask !== null || keys.length === 1)) {
+    const opts = mask === null ? { isCausal: true, scale, enableGqa: true } : { attnMask: mask, scale, enableGqa: true };
     if (keys.length === 2) return segmentedAttention(q, [keys[0]!, keys[1]!], [values[0]!, values[1]!], opts);
     return F.scaledDotProductAttention(q, keys[0]!, values[0]!, opts);
   }
@@ -103,7 +103,9 @@ function attend(q: Tensor, keys: Tensor[], values: Tensor[], mask: Tensor, scale
   const [B, nh, L, hd] = q.shape as [number, number, number, number];
   const [nkv, S] = [k.shape[1]!, k.shape[2]!];
   const nrep = nh / nkv;
-  let w = q.reshape(B, nkv, nrep * L, hd).matmul(k.transpose(2, 3)).view(B, nkv, nrep, L, S).mul(scale).add(mask.unsqueeze(2));
+  // no mask: causal over all S == L keys (an autocast query in a float32 model can get here)
+  const m = mask ?? torch.ones([L, S], { dtype: "bool", device: q.device }).tril().logicalNot().to("float32").mul(maskMin("float32")).view(1, 1, L, S);
+  let w = q.reshape(B, nkv, nrep * L, hd).matmul(k.transpose(2, 3)).view(B, nkv, nrep, L, S).mul(scale).add(m.unsqueeze(2));
   w = F.softmax(w, -1, { dtype: "float32" }).to(q.dtype);
   return w.view(B, nkv, nrep * L, S).matmul(v).view(B, nh, L, hd);
 }
@@ -136,7 +138,7 @@ class LlamaDecoderLayer extends nn.Module {
     this.input_layernorm = new RMSNorm(cfg.hiddenSize, cfg.normEps, o);
     this.post_attention_layernorm = new RMSNorm(cfg.hiddenSize, cfg.normEps, o);
   }
-  override forward(h: Tensor, rope: RopeTables, mask: Tensor, cache?: KVCache, cachePos?: Tensor): Tensor {
+  override forward(h: Tensor, rope: RopeTables, mask: Tensor | null, cache?: KVCache, cachePos?: Tensor): Tensor {
     h = h.add(this.self_attn.forward(this.input_layernorm.forward(h), rope, mask, cache, cachePos));
     return h.add(this.mlp.forward(this.post_attention_layernorm.forward(h)));
   }
@@ -190,12 +192,16 @@ export class LlamaForCausalLM extends PreTrainedModel {
   override forward(inputIds: Tensor, opts: ForwardOptions = {}): CausalLMOutput {
     let h = this.model.embed_tokens.forward(inputIds); // [B, L, C]
     const dtype = h.dtype;
-    const { L, cache, pos, maskFor } = this.forwardInputs(inputIds, opts, dtype);
+    const { L, cache, pos, maskFor, causalOnly } = this.forwardInputs(inputIds, opts, dtype);
     const rope = ropeTables(this.invFreq, pos, dtype, this.ropeEye, this.ropePerm); // cos, sin [B, 1, L, hd]
     const hidden: Tensor[] = [h];
     const layers = [...this.model.layers.children()] as LlamaDecoderLayer[];
     // built before the layers' scopes (maskFor makes each window's mask once, for all layers)
-    const masks = layers.map((_, i) => maskFor(this.config.layerTypes[i] === "sliding_attention" ? this.config.slidingWindow : null));
+    // (null: plain causal attention over all the keys, no mask needed)
+    const masks = layers.map((_, i) => {
+      const w = this.config.layerTypes[i] === "sliding_attention" ? this.config.slidingWindow : null;
+      return causalOnly(w) ? null : maskFor(w);
+    });
     h = runLayers(layers, h, (layer, x, i) => layer.forward(x, rope, masks[i]!, cache, opts.cachePosition), opts.outputHiddenStates ? hidden : undefined);
     return this.finishForward(h, hidden, L, opts, this.model.norm, this.lm_head);
   }
