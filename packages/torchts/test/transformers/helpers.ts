@@ -1,4 +1,5 @@
-// Shared by the transformers tests: the golden checkpoints (real transformers outputs) in fixtures/hf.
+// Shared by the transformers tests (and the quantized kernels' tests): the golden checkpoints (real
+// transformers outputs) in fixtures/hf, and a float64 linear for checking the quantized products.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import * as torch from "../../src/index.js";
@@ -25,4 +26,21 @@ export function referenceTensors(name: string): Promise<Record<string, torch.Ten
 export async function maxAbsDiff(a: torch.Tensor, b: torch.Tensor): Promise<number> {
   if (a.shape.join() !== b.shape.join()) throw new Error(`shape [${a.shape}] vs [${b.shape}]`);
   return a.float().sub(b.float()).abs().max().item();
+}
+
+/** x [..., K] @ w[N, K]^T (+ b) in float64 on the host: the reference of the quantized linears' kernels. */
+export async function linearF64(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | null): Promise<Float64Array> {
+  const K = x.shape[x.ndim - 1]!;
+  const N = w.shape[0]!;
+  const xh = (await x.contiguous().data()) as Float32Array, wh = (await w.data()) as Float32Array;
+  const bh = b ? ((await b.data()) as Float32Array) : null;
+  const M = xh.length / K;
+  const r = new Float64Array(M * N);
+  for (let i = 0; i < M; i++)
+    for (let j = 0; j < N; j++) {
+      let s = bh ? bh[j]! : 0;
+      for (let k = 0; k < K; k++) s += xh[i * K + k]! * wh[j * K + k]!;
+      r[i * N + j] = s;
+    }
+  return r;
 }

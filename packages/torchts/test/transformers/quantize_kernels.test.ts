@@ -9,6 +9,7 @@ import { Int4Linear, Int8Linear, quantizeWeight } from "../../src/transformers/i
 import { dequantizeInt4, dequantizeInt8, linearInt4, linearInt8 } from "../../src/nn/functional/quantized.js";
 import { CPU_COMPOSITES } from "../../src/device/cpu/composites.js";
 import type { Tensor } from "../../src/index.js";
+import { linearF64 } from "./helpers.js";
 
 /** Counts kernel builds of a composite (each new shape compiles once). */
 function countBuilds(name: "linearInt8" | "linearInt4"): { n: number; restore(): void } {
@@ -19,22 +20,6 @@ function countBuilds(name: "linearInt8" | "linearInt4"): { n: number; restore():
     return orig(node);
   };
   return c;
-}
-
-async function f64Reference(x: Tensor, w: Tensor, b: Tensor | null): Promise<Float64Array> {
-  const K = x.shape[x.ndim - 1]!;
-  const N = w.shape[0]!;
-  const xh = (await x.contiguous().data()) as Float32Array, wh = (await w.data()) as Float32Array;
-  const bh = b ? ((await b.data()) as Float32Array) : null;
-  const M = xh.length / K;
-  const r = new Float64Array(M * N);
-  for (let i = 0; i < M; i++)
-    for (let j = 0; j < N; j++) {
-      let s = bh ? bh[j]! : 0;
-      for (let k = 0; k < K; k++) s += xh[i * K + k]! * wh[j * K + k]!;
-      r[i * N + j] = s;
-    }
-  return r;
 }
 
 async function both(f: () => Tensor): Promise<[Float32Array, Float32Array]> {
@@ -73,7 +58,7 @@ test("linearInt8 / linearInt4 kernels match the decomposition and float64 (decod
           const f = () => (bits === 8 ? linearInt8(x, q, scale, bias) : linearInt4(x, q, scale, bias, K, K / G));
           assert.deepEqual(f().shape, [...lead, N]);
           const [fast, ref] = await both(f);
-          const r64 = await f64Reference(x, wd, bias);
+          const r64 = await linearF64(x, wd, bias);
           const what = `int${bits} gs=${gs ?? "row"} K=${K} x=[${lead}] N=${N} bias=${bias !== null}`;
           for (let i = 0; i < r64.length; i++) {
             const tol = 2e-6 * Math.sqrt(K) * (1 + Math.abs(r64[i]!));

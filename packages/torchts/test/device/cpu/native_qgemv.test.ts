@@ -14,6 +14,7 @@ import { quantizeWeight } from "../../../src/transformers/index.js";
 import { dequantizeInt8, linearInt8 } from "../../../src/nn/functional/quantized.js";
 import { setCpuBlas } from "../../../src/device/cpu/native/blas.js";
 import { QGEMV, nativeQ8GemvStats } from "../../../src/device/cpu/native/qgemv.js";
+import { linearF64 } from "../../transformers/helpers.js";
 
 type Addon = { kernels(): string; q8Gemv(...a: unknown[]): void };
 const addon = ((): Addon | null => {
@@ -24,20 +25,6 @@ const addon = ((): Addon | null => {
   }
 })();
 const avx2 = process.env.TORCHTS_CPU_BACKEND !== "js" && !!addon?.kernels().split(",").includes("avx2");
-
-async function f64(x: Tensor, w: Tensor, b: Tensor | null): Promise<Float64Array> {
-  const K = x.shape[1]!, N = w.shape[0]!;
-  const xh = (await x.contiguous().data()) as Float32Array, wh = (await w.data()) as Float32Array;
-  const bh = b ? ((await b.data()) as Float32Array) : null;
-  const M = xh.length / K, r = new Float64Array(M * N);
-  for (let i = 0; i < M; i++)
-    for (let j = 0; j < N; j++) {
-      let s = bh ? bh[j]! : 0;
-      for (let k = 0; k < K; k++) s += xh[i * K + k]! * wh[j * K + k]!;
-      r[i * N + j] = s;
-    }
-  return r;
-}
 
 /** linearInt8 under GEMM choice `blas`, and how many native calls it made. */
 async function run(blas: "avx2" | "off" | "openblas", x: Tensor, q: Tensor, s: Tensor, b: Tensor | null): Promise<[Float32Array, number]> {
@@ -71,7 +58,7 @@ test("native int8 decode: decode-sized calls take it and match float64 and the w
         assert.equal(calls, M >= 2 ? 1 : 0, `${what}: the native kernel ran for 2 rows or more`);
         const [wasm, wcalls] = await run("off", x, q, scale, bias);
         assert.equal(wcalls, 0, `${what}: the wasm kernel ran`);
-        const r = await f64(x, wd, bias);
+        const r = await linearF64(x, wd, bias);
         for (let i = 0; i < r.length; i++) {
           const tol = 2e-6 * Math.sqrt(K) * (1 + Math.abs(r[i]!));
           assert.ok(Math.abs(nat[i]! - r[i]!) <= tol, `${what} [${i}]: native ${nat[i]} vs float64 ${r[i]}`);
