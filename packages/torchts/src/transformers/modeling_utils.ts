@@ -361,7 +361,7 @@ export abstract class PreTrainedModel extends nn.Module {
     // and the prompt starts the cache: float32 attention then runs causal with no mask, as HF's sdpa
     // path drops such a mask (the kernel skips the key blocks above the diagonal; a 512-token
     // prompt's attention took 14 ms a layer against 27 with the mask, same outputs)
-    const unpadded = start === 0 && lk === L && L > 1 && dtype === "float32" && keyMask.every((r) => r.slice(0, L).every((m) => m !== 0));
+    const unpadded = start === 0 && lk === L && L > 1 && dtype === "float32" && keyMask.every((r) => r.length >= L && r.slice(0, L).every((m) => m !== 0)); // (buildMask reads a missing entry as 0)
     const causalOnly = (window: number | null): boolean => unpadded && (window === null || window >= L);
     return { L, cache, start, lk, pos, maskFor, causalOnly };
   }
