@@ -31,7 +31,9 @@ export function reportReleaseError(kind: string, detail: unknown): void {
   warned.add(kind);
   try {
     const msg = detail instanceof Error ? detail.message : String(detail);
-    console.warn(`torchts: ${kind}: ${msg} (ignored; later ones are only counted in torch.memory.stats().releaseErrors)`);
+    console.warn(
+      `torchts: ${kind}: ${msg} (ignored; later ones are only counted in torch.memory.stats().releaseErrors)`,
+    );
   } catch {
     // no console (or an unprintable detail): the count is enough
   }
@@ -78,7 +80,42 @@ let registryObj: Registry | null = null;
  * collectNow() can run the releases a collection found before it returns.
  */
 function registry(): Registry {
-  return (registryObj ??= new (syncCleanupRegistry() ?? (FinalizationRegistry as unknown as RegistryCtor))(finalize));
+  if (registryObj) return registryObj;
+  const sync = exiting ? null : syncCleanupRegistry();
+  registryObj = new (sync ?? (FinalizationRegistry as unknown as RegistryCtor))(finalize);
+  if (sync) retireAtExit();
+  return registryObj;
+}
+
+// Set once the process (or worker) emitted "exit": tensors made from then on use the main
+// context's FinalizationRegistry.
+let exiting = false;
+
+/**
+ * Node 20 tears an environment down with JavaScript disallowed, yet still runs a cleanup task
+ * that a late collection (one in an "exit" handler, or during the test runner's last report)
+ * posted for a registry. For a registry of the main context it skips the call; for one from a
+ * vm context (ours, for cleanupSome) V8's "illegal access" reaches the uncaught-exception
+ * handler and the process aborts (SIGABRT) after its work is done. So at "exit" the releases
+ * already found are run now, and the registry is dropped: nothing references it then, so a
+ * later collection finds it dead and schedules none of its callbacks (the process is ending:
+ * the memory goes back with it). Registrations from later "exit" handlers go to a plain
+ * registry, which Node's teardown handles.
+ */
+function retireAtExit(): void {
+  const proc = (globalThis as { process?: { once?: (ev: string, fn: () => void) => unknown } }).process;
+  if (typeof proc?.once !== "function") return;
+  // the listener holds no reference to the registry: "exit" listeners stay reachable until the
+  // last one returns, and a collection in a later one must find the registry dead
+  proc.once("exit", () => {
+    try {
+      registryObj?.cleanupSome?.();
+    } catch (e) {
+      reportReleaseError("collection", e);
+    }
+    exiting = true;
+    registryObj = null;
+  });
 }
 
 /**
@@ -89,7 +126,8 @@ function registry(): Registry {
  * error for it, so elsewhere only a registry that already has the method is used.
  */
 function syncCleanupRegistry(): RegistryCtor | null {
-  if (typeof (FinalizationRegistry.prototype as Partial<Registry>).cleanupSome === "function") return FinalizationRegistry as unknown as RegistryCtor;
+  if (typeof (FinalizationRegistry.prototype as Partial<Registry>).cleanupSome === "function")
+    return FinalizationRegistry as unknown as RegistryCtor;
   const g = globalThis as { process?: { versions?: { v8?: string }; getBuiltinModule?: (m: string) => unknown } };
   if (Number(g.process?.versions?.v8?.split(".")[0]) !== 11) return null;
   try {
@@ -217,7 +255,9 @@ export function trackAlloc(owner: BufferOwner, dev: DevicePlugin, buf: DeviceBuf
     } catch {
       // refused anyway
     }
-    throw new RangeError(`${opPrefix()}invalid allocation size: ${dev.name} returned a buffer of ${String(buf.bytes)} bytes`);
+    throw new RangeError(
+      `${opPrefix()}invalid allocation size: ${dev.name} returned a buffer of ${String(buf.bytes)} bytes`,
+    );
   }
   sinceYield += buf.bytes;
   stats.liveBytes += buf.bytes;
@@ -241,7 +281,10 @@ function release(dev: DevicePlugin, buf: DeviceBuffer): void {
 export function trackFree(owner: BufferOwner, dev: DevicePlugin, buf: DeviceBuffer): void {
   const h = owner._held;
   if (h === null || h.buf !== buf || !h.live) {
-    reportReleaseError("double free", `a buffer of ${String(buf.bytes)} bytes on ${dev.name} was freed by an owner that does not hold it`);
+    reportReleaseError(
+      "double free",
+      `a buffer of ${String(buf.bytes)} bytes on ${dev.name} was freed by an owner that does not hold it`,
+    );
     return;
   }
   unregister(owner);
