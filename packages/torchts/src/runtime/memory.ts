@@ -31,9 +31,7 @@ export function reportReleaseError(kind: string, detail: unknown): void {
   warned.add(kind);
   try {
     const msg = detail instanceof Error ? detail.message : String(detail);
-    console.warn(
-      `torchts: ${kind}: ${msg} (ignored; later ones are only counted in torch.memory.stats().releaseErrors)`,
-    );
+    console.warn(`torchts: ${kind}: ${msg} (ignored; later ones are only counted in torch.memory.stats().releaseErrors)`);
   } catch {
     // no console (or an unprintable detail): the count is enough
   }
@@ -126,8 +124,7 @@ function retireAtExit(): void {
  * error for it, so elsewhere only a registry that already has the method is used.
  */
 function syncCleanupRegistry(): RegistryCtor | null {
-  if (typeof (FinalizationRegistry.prototype as Partial<Registry>).cleanupSome === "function")
-    return FinalizationRegistry as unknown as RegistryCtor;
+  if (typeof (FinalizationRegistry.prototype as Partial<Registry>).cleanupSome === "function") return FinalizationRegistry as unknown as RegistryCtor;
   const g = globalThis as { process?: { versions?: { v8?: string }; getBuiltinModule?: (m: string) => unknown } };
   if (Number(g.process?.versions?.v8?.split(".")[0]) !== 11) return null;
   try {
@@ -255,9 +252,7 @@ export function trackAlloc(owner: BufferOwner, dev: DevicePlugin, buf: DeviceBuf
     } catch {
       // refused anyway
     }
-    throw new RangeError(
-      `${opPrefix()}invalid allocation size: ${dev.name} returned a buffer of ${String(buf.bytes)} bytes`,
-    );
+    throw new RangeError(`${opPrefix()}invalid allocation size: ${dev.name} returned a buffer of ${String(buf.bytes)} bytes`);
   }
   sinceYield += buf.bytes;
   stats.liveBytes += buf.bytes;
@@ -281,10 +276,7 @@ function release(dev: DevicePlugin, buf: DeviceBuffer): void {
 export function trackFree(owner: BufferOwner, dev: DevicePlugin, buf: DeviceBuffer): void {
   const h = owner._held;
   if (h === null || h.buf !== buf || !h.live) {
-    reportReleaseError(
-      "double free",
-      `a buffer of ${String(buf.bytes)} bytes on ${dev.name} was freed by an owner that does not hold it`,
-    );
+    reportReleaseError("double free", `a buffer of ${String(buf.bytes)} bytes on ${dev.name} was freed by an owner that does not hold it`);
     return;
   }
   unregister(owner);

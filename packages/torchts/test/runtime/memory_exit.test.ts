@@ -10,7 +10,7 @@ const CHILD = fileURLToPath(new URL("./memory_exit_child.ts", import.meta.url));
 for (const where of ["exit", "beforeExit", "exitCall"]) {
   test(`a collection in "${where}" leaves a clean exit`, () => {
     // the abort depended on when the collection ran: several runs make a miss unlikely
-    // (the unfixed code aborted in most runs of the "exit" case)
+    // (the unfixed code aborted in every run tried of the "exit" and "beforeExit" cases)
     for (let run = 0; run < 4; run++) {
       const r = spawnSync(process.execPath, ["--expose-gc", "--import", "tsx", CHILD, where], {
         encoding: "utf8",

@@ -94,9 +94,7 @@ export const BINARY: Record<BinaryOp, (a: string, b: string, d: DType) => string
   bitxor: (a, b) => `(${a}^${b})`,
   fmod: (a, b) => `(${a}%${b})`,
   remainder: (a, b, d) =>
-    isFloating(d)
-      ? `(${a}-Math.floor(${a}/${b})*${b})`
-      : `((${a}%${b})+(((${a}%${b})!==0&&((${a}<0)!==(${b}<0)))?${b}:0))`,
+    isFloating(d) ? `(${a}-Math.floor(${a}/${b})*${b})` : `((${a}%${b})+(((${a}%${b})!==0&&((${a}<0)!==(${b}<0)))?${b}:0))`,
   floordiv: (a, b) => `Math.floor(${a}/${b})`,
   truncdiv: (a, b) => `Math.trunc(${a}/${b})`,
 };
@@ -158,24 +156,16 @@ function checkIndex(v: number, size: number, dim: number, op: string): number {
  * like it with dim `skip` left out (strides ts), and in an optional third view (strides ss).
  */
 function indexRows(
-  shape: Shape,
-  is: Shape,
-  ts: Shape,
-  skip: number,
-  io0: number,
-  to0: number,
+  shape: Shape, is: Shape, ts: Shape, skip: number, io0: number, to0: number,
   row: (io: number, is: number, to: number, ts: number, len: number, so: number, ss: number) => void,
-  ss: Shape = [],
-  so0 = 0,
+  ss: Shape = [], so0 = 0,
 ): void {
   const nd = shape.length;
   if (nd === 0) return row(io0, 0, to0, 0, 1, so0, 0);
   const last = nd - 1;
   const tLast = last === skip ? 0 : ts[last]!;
   odometer(shape.slice(0, last), (ix) => {
-    let io = io0,
-      to = to0,
-      so = so0;
+    let io = io0, to = to0, so = so0;
     for (let d = 0; d < last; d++) {
       io += ix[d]! * is[d]!;
       if (d !== skip) to += ix[d]! * ts[d]!;
@@ -186,20 +176,8 @@ function indexRows(
 }
 
 type RowLoop = (
-  O: Arr,
-  X: Arr,
-  I: Arr,
-  p: number,
-  io: number,
-  is: number,
-  xo: number,
-  xs: number,
-  len: number,
-  so: number,
-  ss: number,
-  size: number,
-  xd: number,
-  dim: number,
+  O: Arr, X: Arr, I: Arr, p: number, io: number, is: number, xo: number, xs: number, len: number,
+  so: number, ss: number, size: number, xd: number, dim: number,
 ) => number;
 
 /** One index row of gather/scatter, generated per kernel so each copy sees one set of array types. */
@@ -209,14 +187,7 @@ type RowLoop = (
  * are contiguous: each index picks or adds one whole row.
  */
 function wholeRows(rows: IRNode["inputs"][0], idx: IRNode["inputs"][0], dim: number): boolean {
-  return (
-    rows.shape.length === 2 &&
-    dim === 0 &&
-    idx.shape.length === 2 &&
-    idx.strides[1] === 0 &&
-    rows.strides[1] === 1 &&
-    idx.shape[1] === rows.shape[1]
-  );
+  return rows.shape.length === 2 && dim === 0 && idx.shape.length === 2 && idx.strides[1] === 0 && rows.strides[1] === 1 && idx.shape[1] === rows.shape[1];
 }
 
 function rowLoop(body: string, op: string): RowLoop {
@@ -252,27 +223,9 @@ const builders: { [P in PrimName]: Builder<P> } = {
     return wasmOrJs(n, js, false);
   },
   where: (n) =>
-    wasmOrJs(
-      n,
-      elementwise(
-        n.out.shape,
-        n.inputs.map((v) => v.strides),
-        ([c, a, b]) => `(${c}!==0?${a}:${b})`,
-        n.out.dtype,
-      ),
-      false,
-    ),
+    wasmOrJs(n, elementwise(n.out.shape, n.inputs.map((v) => v.strides), ([c, a, b]) => `(${c}!==0?${a}:${b})`, n.out.dtype), false),
   cast: (n) =>
-    wasmOrJs(
-      n,
-      elementwise(
-        n.out.shape,
-        [n.inputs[0]!.strides],
-        ([x]) => castExpr(x!, n.inputs[0]!.dtype, n.out.dtype),
-        n.out.dtype,
-      ),
-      false,
-    ),
+    wasmOrJs(n, elementwise(n.out.shape, [n.inputs[0]!.strides], ([x]) => castExpr(x!, n.inputs[0]!.dtype, n.out.dtype), n.out.dtype), false),
   reduce: (n) => {
     const { op, axes } = n.params;
     const v = n.inputs[0]!;
@@ -288,16 +241,8 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const js = reduction(v.shape, v.strides, axes, init, comb, fin, n.out.dtype);
     const nd = v.shape.length;
     const total = numel(v.shape);
-    if (
-      op === "sum" &&
-      v.dtype === "float32" &&
-      n.out.dtype === "float32" &&
-      axes.length === 1 &&
-      axes[0] === nd - 1 &&
-      total >= WASM_MIN_ELEMS &&
-      isContiguous(v.shape, v.strides) &&
-      wasmRuntime()
-    ) {
+    if (op === "sum" && v.dtype === "float32" && n.out.dtype === "float32" && axes.length === 1 && axes[0] === nd - 1 &&
+        total >= WASM_MIN_ELEMS && isContiguous(v.shape, v.strides) && wasmRuntime()) {
       const cols = v.shape[nd - 1]!;
       return withWasm(js, (O, ins, offs) => sumRowsF32(ins[0]!, offs[0]!, total / cols, cols, O));
     }
@@ -358,30 +303,23 @@ const builders: { [P in PrimName]: Builder<P> } = {
         if (batch[d]! > 1 && abs[d] !== rowStride) fold = false;
         rowStride *= batch[d]!;
       }
-      if (fold)
-        return (O, ins, offs) =>
-          void matmulF32(M * nb, K, N, ins[0]!, offs[0]!, sam, sak, ins[1]!, offs[1]!, sbk, sbn, O, 0);
-      const one = batched((O, ins, _offs, ao, bo, p) =>
-        matmulF32(M, K, N, ins[0]!, ao, sam, sak, ins[1]!, bo, sbk, sbn, O, p),
-      );
+      if (fold) return (O, ins, offs) => void matmulF32(M * nb, K, N, ins[0]!, offs[0]!, sam, sak, ins[1]!, offs[1]!, sbk, sbn, O, 0);
+      const one = batched((O, ins, _offs, ao, bo, p) => matmulF32(M, K, N, ins[0]!, ao, sam, sak, ins[1]!, bo, sbk, sbn, O, p));
       if (nb < 2) return one;
       // small products (attention's per-head matmuls): one pool job over the batch when it applies
-      const aRel = new Array<number>(nb),
-        bRel = new Array<number>(nb);
+      const aRel = new Array<number>(nb), bRel = new Array<number>(nb);
       let q = 0;
       odometer(batch, (idx) => {
         aRel[q] = dot(idx, abs);
         bRel[q++] = dot(idx, bbs);
       });
-      const aAt = new Array<number>(nb),
-        bAt = new Array<number>(nb);
+      const aAt = new Array<number>(nb), bAt = new Array<number>(nb);
       return (O, ins, offs, scalars) => {
         for (let i = 0; i < nb; i++) {
           aAt[i] = offs[0]! + aRel[i]!;
           bAt[i] = offs[1]! + bRel[i]!;
         }
-        if (!matmulBatchedF32(M, K, N, ins[0]!, aAt, sam, sak, ins[1]!, bAt, sbk, sbn, O, 0))
-          one(O, ins, offs, scalars);
+        if (!matmulBatchedF32(M, K, N, ins[0]!, aAt, sam, sak, ins[1]!, bAt, sbk, sbn, O, 0)) one(O, ins, offs, scalars);
       };
     }
     // Generated per shape: B is packed into a contiguous float64 panel so the inner loop
@@ -407,9 +345,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
           for (let q = 0; q < rows * ${N}; q++) O[p + i0 * ${N} + q] = ${storeExpr("acc[q]", n.out.dtype)};
         }
       };`;
-    const mk = new Function("H", src) as (
-      h: typeof H,
-    ) => (O: Arr, ins: Arr[], offs: number[], ao: number, bo: number, p: number) => void;
+    const mk = new Function("H", src) as (h: typeof H) => (O: Arr, ins: Arr[], offs: number[], ao: number, bo: number, p: number) => void;
     return batched(mk(H));
   },
   gather: (n) => {
@@ -429,12 +365,9 @@ const builders: { [P in PrimName]: Builder<P> } = {
     };
     // embedding and index_select: an index constant along a contiguous row of x picks whole rows
     if (!wholeRows(x, idx, dim)) return general;
-    const R = idx.shape[0]!,
-      D = x.shape[1]!,
-      is0 = idx.strides[0]!;
+    const R = idx.shape[0]!, D = x.shape[1]!, is0 = idx.strides[0]!;
     return (O, ins, offs, S) => {
-      const X = ins[0]!,
-        I = ins[1]!;
+      const X = ins[0]!, I = ins[1]!;
       if (!(O instanceof Float32Array && X instanceof Float32Array)) return general(O, ins, offs, S);
       for (let r = 0, io = offs[1]!; r < R; r++, io += is0) {
         const v = I[io]!;
@@ -454,10 +387,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const loop = rowLoop("O[xo + v * xd] += X[so];", "scatter_add");
     // embedding's backward: an index constant along contiguous rows adds whole rows (same order)
     const rows = wholeRows(src, idx, dim) && idx.shape[1] === self.shape[1];
-    const R = idx.shape[0] ?? 0,
-      D = self.shape[1] ?? 0,
-      is0 = idx.strides[0] ?? 0,
-      ss0 = src.strides[0] ?? 0;
+    const R = idx.shape[0] ?? 0, D = self.shape[1] ?? 0, is0 = idx.strides[0] ?? 0, ss0 = src.strides[0] ?? 0;
     return (O, ins, offs) => {
       copy(O, [ins[0]!], [offs[0]!], []);
       const I = ins[1]!,
@@ -471,19 +401,9 @@ const builders: { [P in PrimName]: Builder<P> } = {
         }
         return;
       }
-      indexRows(
-        idx.shape,
-        idx.strides,
-        outStrides,
-        dim,
-        offs[1]!,
-        0,
-        (io, is, oo, os, len, so, ss) => {
-          loop(O, S, I, 0, io, is, oo, os, len, so, ss, size, od, dim);
-        },
-        src.strides,
-        offs[2]!,
-      );
+      indexRows(idx.shape, idx.strides, outStrides, dim, offs[1]!, 0, (io, is, oo, os, len, so, ss) => {
+        loop(O, S, I, 0, io, is, oo, os, len, so, ss, size, od, dim);
+      }, src.strides, offs[2]!);
     };
   },
   stridedScatter: (n) => {
@@ -504,14 +424,9 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const base = n.inputs[1]!;
     const copy = elementwise(base.shape, [base.strides], ([x]) => x!, n.out.dtype);
     const plain = isContiguous(base.shape, base.strides) && base.dtype === n.out.dtype;
-    const write = new Function(`return function(O, S, q0){${code.replace("+=", "=")}}`)() as (
-      O: Arr,
-      S: Arr,
-      q0: number,
-    ) => void;
+    const write = new Function(`return function(O, S, q0){${code.replace("+=", "=")}}`)() as (O: Arr, S: Arr, q0: number) => void;
     return (O, ins, offs, sc) => {
-      if (plain && ArrayBuffer.isView(O) && ArrayBuffer.isView(ins[1]))
-        (O as Float32Array).set((ins[1] as Float32Array).subarray(offs[1]!, offs[1]! + O.length));
+      if (plain && ArrayBuffer.isView(O) && ArrayBuffer.isView(ins[1])) (O as Float32Array).set((ins[1] as Float32Array).subarray(offs[1]!, offs[1]! + O.length));
       else copy(O, [ins[1]!], [offs[1]!], sc);
       write(O, ins[0]!, offs[0]!);
     };
@@ -598,8 +513,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const store = new Function("H", `return (x)=>${storeExpr("x", n.out.dtype)}`)(H) as (x: number) => number;
     return (O, _i, _o, S) => {
       const v = store(S[0]!);
-      if (ArrayBuffer.isView(O))
-        (O as Float32Array).fill(v, 0, total); // typed arrays fill natively
+      if (ArrayBuffer.isView(O)) (O as Float32Array).fill(v, 0, total); // typed arrays fill natively
       else for (let i = 0; i < total; i++) O[i] = v;
     };
   },
@@ -621,12 +535,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
       const q = ["ib", ...c.shape.map((_, d) => `i${d}*${c.strides[1]![d]}`)].join("+");
       let code = `O[${o}]=${castExpr(`I[${q}]`, v.dtype, n.out.dtype)};`;
       for (let d = c.shape.length - 1; d >= 0; d--) code = `for(let i${d}=0;i${d}<${c.shape[d]};i${d}++){${code}}`;
-      return new Function("H", `return function(O, I, ob, ib){${code}}`)(H) as (
-        O: Arr,
-        I: Arr,
-        ob: number,
-        ib: number,
-      ) => void;
+      return new Function("H", `return function(O, I, ob, ib){${code}}`)(H) as (O: Arr, I: Arr, ob: number, ib: number) => void;
     });
     // an input of the output's dtype whose dims from `dim` on are contiguous lands as whole rows
     // (typed-array copy, no temporary): one row per index of the dims before `dim`
@@ -634,9 +543,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const outer = n.out.shape.slice(0, dim);
     const rowOut = n.out.shape[dim]! * inner;
     const rows = numel(outer);
-    const plain = n.inputs.map(
-      (v) => v.dtype === n.out.dtype && isContiguous(v.shape.slice(dim), v.strides.slice(dim)),
-    );
+    const plain = n.inputs.map((v) => v.dtype === n.out.dtype && isContiguous(v.shape.slice(dim), v.strides.slice(dim)));
     return (O, ins, offs) => {
       let start = 0;
       n.inputs.forEach((v, k) => {
@@ -646,13 +553,8 @@ const builders: { [P in PrimName]: Builder<P> } = {
           const typed = ArrayBuffer.isView(O) && ArrayBuffer.isView(I);
           // views of one kind over one buffer (the wasm arena): copyWithin on a view of the
           // whole buffer, no subarray per row (twice as fast for RoPE's 32-float rows)
-          const o = O as Float32Array,
-            i = I as Float32Array;
-          const same =
-            typed &&
-            o.buffer === i.buffer &&
-            o.constructor === i.constructor &&
-            o.buffer.byteLength % o.BYTES_PER_ELEMENT === 0;
+          const o = O as Float32Array, i = I as Float32Array;
+          const same = typed && o.buffer === i.buffer && o.constructor === i.constructor && o.buffer.byteLength % o.BYTES_PER_ELEMENT === 0;
           const W = same ? wholeView(o) : null;
           const ob = same ? o.byteOffset / o.BYTES_PER_ELEMENT : 0;
           const ib = same ? i.byteOffset / o.BYTES_PER_ELEMENT : 0;
@@ -662,7 +564,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
           let src = offs[k]!;
           for (let r = 0, dst = start * inner; r < rows; r++, dst += rowOut) {
             if (W) W.copyWithin(ob + dst, ib + src, ib + src + len);
-            else if (typed) (O as Float32Array).set((I as Float32Array).subarray(src, src + len), dst);
+            else if (typed) o.set(i.subarray(src, src + len), dst);
             else for (let j = 0; j < len; j++) O[dst + j] = I[src + j]!;
             for (let d = outer.length - 1; d >= 0; d--) {
               src += v.strides[d]!;
@@ -697,6 +599,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
   },
   composite: (n) => buildComposite(n),
 };
+
 
 export function buildKernel(node: IRNode): Kernel {
   return (builders[node.prim] as Builder<PrimName>)(node);
