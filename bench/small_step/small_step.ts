@@ -7,7 +7,13 @@
 // (rows "strict+scope", "fused+scope"), which frees the step's activations as it ends. Steps are interleaved in rounds
 // (a few steps of each, the order rotating per round) so load from other processes hits every
 // runner alike; the median step time after the warm-up steps is reported.
-//   node --import tsx bench/small_step/small_step.ts [--quick] [--steps N] [--python /usr/bin/python3]
+// Warm-up: torchts' host code is JavaScript that V8 compiles as it runs (a function reaches its
+// optimizing tier after enough calls, and a step calls many functions once or twice), and the wasm
+// arena grows to its working size in the first steps; a process reaches its steady step time
+// after ~100-150 steps (bench/RESULTS.md, session 16). The steady state is what a training run
+// sees, so every runner (PyTorch too) first runs --warmup steps, in the same rotation; what those
+// steps cost is printed too (the "warm-up ms" column: their mean), so the one-off price shows.
+//   node --import tsx bench/small_step/small_step.ts [--quick] [--steps N] [--warmup N] [--python /usr/bin/python3]
 // Prints a table, and ROW lines (suite "small-step") for bench/run.ts.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -18,9 +24,12 @@ import { productPeak } from "../../packages/torchts/src/device/cpu/wasm/index.js
 import { QUICK, emit, numberArg, round } from "../lib.js";
 import { CFG, batchTensors, batches, makeModel, step, writeData } from "./model.js";
 
-const STEPS = numberArg("--steps") ?? (QUICK ? 12 : 48); // per runner, warm-up included
-const WARM = QUICK ? 4 : 6; // compile replays from its fourth call; fused's plan cache fills in the first
-if (STEPS <= WARM) throw new Error(`small_step: --steps must be more than the ${WARM} warm-up steps, got ${STEPS}`);
+const MEASURED = numberArg("--steps") ?? (QUICK ? 8 : 48); // per runner, after the warm-up
+// per runner; at least 4: compile replays from its fourth call, fused's plan cache fills in the first
+const WARM = numberArg("--warmup") ?? (QUICK ? 4 : 40);
+if (!(Number.isInteger(MEASURED) && MEASURED >= 1)) throw new Error(`small_step: --steps must be a positive integer, got ${MEASURED}`);
+if (!(Number.isInteger(WARM) && WARM >= 4)) throw new Error(`small_step: --warmup must be an integer of at least 4 (compile replays from its fourth call), got ${WARM}`);
+const STEPS = WARM + MEASURED;
 const ROUND = 3; // steps of one runner before switching to the next
 const python = process.argv.includes("--python") ? process.argv[process.argv.indexOf("--python") + 1]! : "/usr/bin/python3";
 const here = new URL(".", import.meta.url).pathname;
@@ -156,26 +165,27 @@ const dFirst = maxDiff(firstN), dAll = maxDiff(STEPS);
 const peak = [productPeak(), productPeak()].reduce((p, q) => (q && (!p || q.flops > p.flops) ? q : p), null);
 const lossNote = `losses across torchts modes ${same ? "identical" : "DIFFER"}` +
   (pyError ? "" : `; max abs(torchts - PyTorch) ${dFirst.toExponential(1)} over the first ${firstN} steps, ${dAll.toExponential(1)} over ${STEPS}`);
-console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${STEPS} steps per runner (${WARM} warm-up), ${ROUND} per turn, ${wallS.toFixed(1)} s`);
+console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${MEASURED} measured steps per runner after ${WARM} warm-up steps, ${ROUND} per turn, ${wallS.toFixed(1)} s`);
 console.log(`load average ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end (${cpus().length} cores)${Math.max(load0, loadavg()[0]!) > 1.5 ? ": other processes shared the cores; PyTorch's OpenMP threads suffer most (a preempted thread stalls the barrier)" : ""}`);
 console.log(`${pyError ? `PyTorch unavailable (${pyError})` : `PyTorch ${hello.torch} eager, ${hello.threads} threads`}; torchts ${torch.backends.cpu.getNumThreads()} threads; FMA peak ${peak ? round(peak.flops / 1e9) : "?"} GFLOP/s (${peak?.threads ?? "?"} threads, ${peak?.unit ?? "?"}); ${(flopsPerStep / 1e6).toFixed(0)} MFLOP/step (matmuls)`);
 {
   const i = torch.backends.cpu.info();
   console.log(`torchts float32 GEMM: ${i.blas ? `${i.blas} (the pool's threads)` : `wasm SIMD (${i.blasReason})`}; PyTorch's: its OpenBLAS${pyEnv.OPENBLAS_CORETYPE ? `, OPENBLAS_CORETYPE=${pyEnv.OPENBLAS_CORETYPE}` : ""}`);
 }
-console.log(`runner         median ms   best ms   first ms   / PyTorch   % FMA peak`);
+console.log(`runner         median ms   best ms   first ms   warm-up ms   / PyTorch   % FMA peak`);
+const warmMean = (r: Runner) => r.times.slice(0, WARM).reduce((p, q) => p + q, 0) / WARM;
 for (const r of [...runners, ...peers]) {
   const st = steady(r);
   const med = median(st);
   const ratio = r === pt ? "(peer)" : r === pt1 ? "(ref)" : pyError ? "-" : `${(med / ptMs).toFixed(2)}x`;
   const pct = peak ? `${((100 * flopsPerStep) / (med / 1000) / peak.flops).toFixed(1)}%` : "?";
-  console.log(`${r.name.padEnd(14)} ${med.toFixed(1).padStart(9)} ${Math.min(...st).toFixed(1).padStart(9)} ${r.times[0]!.toFixed(0).padStart(10)} ${ratio.padStart(11)} ${pct.padStart(12)}`);
+  console.log(`${r.name.padEnd(14)} ${med.toFixed(1).padStart(9)} ${Math.min(...st).toFixed(1).padStart(9)} ${r.times[0]!.toFixed(0).padStart(10)} ${warmMean(r).toFixed(1).padStart(12)} ${ratio.padStart(11)} ${pct.padStart(12)}`);
   emit({
     suite: S, workload: W, variant: r === pt ? `pytorch ${hello.torch} eager` : r === pt1 ? `pytorch ${hello.torch} eager 1 thread` : `torchts ${r.name}`, ms: round(Math.min(...st)), medianMs: round(med),
     gflops: round(flopsPerStep / (med / 1000) / 1e9),
     note: r === pt || r === pt1
-      ? `${r === pt ? "the peer" : "for reference, not the peer"}; ${r === pt ? hello.threads : 1} thread(s); first step ${round(r.times[0]!)} ms; losses ${r.losses.slice(0, 3).map((l) => l.toFixed(5)).join(" ")} ... ${r.losses.at(-1)!.toFixed(5)}`
-      : `${pyError ? "no PyTorch peer" : `vs PyTorch eager ${round(ptMs)} ms: ${(med / ptMs).toFixed(2)}x`}; first step ${round(r.times[0]!)} ms; ${lossNote}`,
+      ? `${r === pt ? "the peer" : "for reference, not the peer"}; ${r === pt ? hello.threads : 1} thread(s); first step ${round(r.times[0]!)} ms; ${WARM} warm-up steps ${round(warmMean(r))} ms on average; losses ${r.losses.slice(0, 3).map((l) => l.toFixed(5)).join(" ")} ... ${r.losses.at(-1)!.toFixed(5)}`
+      : `${pyError ? "no PyTorch peer" : `vs PyTorch eager ${round(ptMs)} ms: ${(med / ptMs).toFixed(2)}x`}; first step ${round(r.times[0]!)} ms; ${WARM} warm-up steps ${round(warmMean(r))} ms on average${pyError ? "" : ` (${(warmMean(r) / warmMean(pt)).toFixed(2)}x PyTorch's)`}; ${lossNote}`,
   });
 }
 if (pyError) emit({ suite: S, workload: W, variant: "pytorch eager", error: `PyTorch unavailable (${python}): ${pyError}`.slice(0, 300) });
