@@ -221,3 +221,33 @@ test("fused: a training step in torch.scope runs the kernels an unscoped one doe
   assert.ok(counts[0]! > 0);
   assert.equal(counts[1], counts[0], `kernels per step: unscoped ${counts[0]}, scoped ${counts[1]}`);
 });
+
+test("fusion: GELU's backward reads the forward's erf term: one flush computes erf once per element, gradients as strict", async () => {
+  // the MLP block of a training step: Linear -> GELU -> Linear, forward and backward in one flush
+  const run = (mode: "strict" | "fused", scoped: boolean) =>
+    torch.withEagerMode(mode, async () => {
+      torch.manualSeed(5);
+      const x = torch.randn(8, 16);
+      const w1 = torch.randn(16, 32).mul(0.3).requiresGrad_();
+      const w2 = torch.randn(32, 4).mul(0.3).requiresGrad_();
+      const forward = () => F.gelu(x.matmul(w1).add(0.1)).matmul(w2).pow(2).mean();
+      // scoped: the forward's scope ends before backward and disposes what the op kept for it (then
+      // the backward recomputes the term from x)
+      const loss = scoped ? torch.scope(forward) : forward();
+      const prof = torch.profiler.profile();
+      loss.backward();
+      torch.sync();
+      prof.stop();
+      const erfs = prof.events.reduce((n, e) => n + (e.name.match(/erf/g)?.length ?? 0), 0);
+      return { erfs, g1: (await w1.grad!.flatten().tolist()) as number[], g2: (await w2.grad!.flatten().tolist()) as number[] };
+    });
+  const strict = await run("strict", false);
+  const fused = await run("fused", false);
+  assert.equal(fused.erfs, 1, "one erf in the flush's kernels (the backward recomputed it before)");
+  assert.deepEqual(fused.g1, strict.g1);
+  assert.deepEqual(fused.g2, strict.g2);
+  const scoped = await run("fused", true);
+  assert.equal(scoped.erfs, 2, "after the forward's scope, the backward recomputes erf from x");
+  assert.deepEqual(scoped.g1, strict.g1);
+  assert.deepEqual(scoped.g2, strict.g2);
+});

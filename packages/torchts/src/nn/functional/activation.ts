@@ -157,10 +157,17 @@ export const gelu = op<Sig<[input: Tensor], { approximate?: "none" | "tanh" }, T
     if (approximate !== "none" && approximate !== "tanh") throw new Error("approximate argument must be either none or tanh.");
     requireFloat(x);
     const a = approximate;
-    const y = noGrad(() => compositeScope(() => geluValue(x, a)));
-    // without createGraph the backward is one formula: one fused kernel in strict eager too
+    // fused eager and torch.compile: the backward reads the forward's erf(x / sqrt 2) + 1 (a value
+    // left pending, never materialized for it) instead of recomputing it, so when forward and
+    // backward land in one flush the kernel computes erf once per element, not twice. Strict eager
+    // would have to keep it materialized until the backward: it recomputes from x, as PyTorch does.
+    const share = a === "none" && x.requiresGrad && isGradEnabled() && getEagerMode() === "fused";
+    const [y, e1] = noGrad(() => compositeScope(() => geluValue(x, a, share)));
+    // without createGraph the backward is one formula: one fused kernel in strict eager too; with
+    // it, the derivative is rebuilt from x so that it is differentiable (e1 carries no history); so
+    // it is when a torch.scope around the forward disposed e1 before this backward
     return attach(y, "GeluBackward0", [x], [x], ([g], [xs]) =>
-      isGradEnabled() ? [M.mul(g!, geluDerivative(xs!, a))] : compositeScope(() => [M.mul(g!, geluDerivative(xs!, a))]),
+      isGradEnabled() ? [M.mul(g!, geluDerivative(xs!, a))] : compositeScope(() => [M.mul(g!, geluDerivative(xs!, a, e1 && !e1.isDisposed ? e1 : null))]),
     );
   },
 );
@@ -204,7 +211,8 @@ function tanhTerm(x: Tensor, keepSquare: boolean): { t: Tensor; x2: Tensor | nul
   return { t, x2: keepSquare ? x2 : null };
 }
 
-function geluValue(x: Tensor, a: "none" | "tanh"): Tensor {
+/** The value, and (`keepErf`, the exact form) its erf(x / sqrt 2) + 1 for the backward to reuse. */
+function geluValue(x: Tensor, a: "none" | "tanh", keepErf: boolean): [Tensor, Tensor | null] {
   // x/2 (1 + erf(x / sqrt 2)), or x/2 (1 + tanh(k (x + c x^3)))
   const h = M.mul(x, 0.5);
   let e1: Tensor;
@@ -215,17 +223,19 @@ function geluValue(x: Tensor, a: "none" | "tanh"): Tensor {
     drop(t);
   }
   const y = M.mul(h, e1);
-  drop(h, e1);
-  return y;
+  drop(h);
+  if (keepErf) return [y, e1];
+  drop(e1);
+  return [y, null];
 }
 
-/** d gelu / dx, written with differentiable ops (double backward works). */
-function geluDerivative(x: Tensor, a: "none" | "tanh"): Tensor {
+/** d gelu / dx, written with differentiable ops (double backward works); `e1`: the forward's erf(x / sqrt 2) + 1, when it kept it. */
+function geluDerivative(x: Tensor, a: "none" | "tanh", e1In: Tensor | null = null): Tensor {
   if (a === "none") {
     // Phi(x) + x phi(x)
-    const e1 = erfPlusOne(x);
+    const e1 = e1In ?? erfPlusOne(x);
     const cdf = M.mul(e1, 0.5);
-    drop(e1);
+    if (!e1In) drop(e1);
     const x2 = M.mul(x, x);
     const q = M.mul(x2, -0.5);
     drop(x2);
