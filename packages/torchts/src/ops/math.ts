@@ -72,7 +72,7 @@ function scalarOperand(x: number | boolean, dtype: DType, device: string): Tenso
   if (scalarCount >= SCALAR_CACHE_MAX) {
     scalarCache.clear();
     scalarCount = 0;
-    scalarCache.set(device, (byDtype = new Map([[dtype, (byValue = new Map())]])));
+    scalarCache.set(device, new Map([[dtype, (byValue = new Map())]]));
   }
   t = unscoped(() => scalarTensor(x, dtype, device));
   byValue.set(v, t);

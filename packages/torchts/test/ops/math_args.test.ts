@@ -139,3 +139,20 @@ test("the casts take only memoryFormat, keyword-only", () => {
 // ---- every op of the family: positional, options, all keywords, mixed and method forms agree
 
 for (const [key, gen] of Object.entries(OPINFO)) test(`forms agree: ${key}`, () => checkForms(key, gen));
+
+test("number operands: -0 and 0, NaN, and more distinct constants than the cache keeps, in every eager mode", async () => {
+  for (const mode of ["strict", "fused", "debug"] as const)
+    await torch.withEagerMode(mode, async () => {
+      const t = torch.tensor([1.0, -2.0]);
+      // the cached constant for 0 must not serve -0 (1 * -0 is -0, 1 * 0 is 0)
+      assert.deepEqual(await t.mul(0).tolist(), [0, -0]);
+      assert.deepEqual(await t.mul(-0).tolist(), [-0, 0]);
+      assert.deepEqual(await t.mul(0).tolist(), [0, -0]);
+      assert.deepEqual(await t.add(NaN).tolist(), [NaN, NaN]);
+      // 300 distinct constants (the cache holds 256), then the first ones again
+      for (let k = 0; k < 300; k++) assert.deepEqual(await t.add(k + 0.5).tolist(), [1.5 + k, -1.5 + k], `${mode} k=${k}`);
+      assert.deepEqual(await t.add(0.5).tolist(), [1.5, -1.5]);
+      assert.deepEqual(await t.mul(2).to("float64").tolist(), [2, -4]);
+      assert.deepEqual(await t.to("int32").mul(3).tolist(), [3, -6]);
+    });
+});
