@@ -371,7 +371,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
       if (!(O instanceof Float32Array && X instanceof Float32Array)) return general(O, ins, offs, S);
       // both in the wasm arena (the usual case): copyWithin on one view of it, no subarray per row
       // (256 rows of an embedding: ~5x faster)
-      const W = O.buffer === X.buffer ? wholeView(O) : null;
+      const W = O.buffer === X.buffer && O.buffer.byteLength % 4 === 0 ? wholeView(O) : null;
       const ob = O.byteOffset >> 2, xb = X.byteOffset >> 2;
       for (let r = 0, io = offs[1]!; r < R; r++, io += is0) {
         const v = I[io]!;
