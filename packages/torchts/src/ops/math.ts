@@ -33,38 +33,34 @@ function asTensor(x: TensorLike, dtype: DType, device: string): Tensor {
 // torch.compile's recorder binds declared host numbers to the scalar storages it sees and
 // writes new values into them on replay: while it records, every operand is a fresh tensor.
 const SCALAR_CACHE_MAX = 256;
-// device -> dtype -> number: no key string per op (building one for a float such as
-// 0.7071067811865476 cost microseconds, on every scalar operand of every step); -0 is kept
-// apart, since a Map key equates it with 0
-type ByValue = Map<number, Tensor>;
+// device -> dtype -> value: no key string per op (building one for a float such as
+// 0.7071067811865476 cost microseconds, on every scalar operand of every step). -0 is keyed
+// apart: a Map equates the number -0 with 0
+type ByValue = Map<number | "-0", Tensor>;
 const scalarCache = new Map<string, Map<DType, ByValue>>();
-const negZeroCache = new Map<string, Map<DType, Tensor>>();
 let scalarCount = 0;
 
 /** Forget the cached number constants of a device (its buffers are gone: torch.webgpu.shutdown()). */
 export function _dropScalarConstants(device: string): void {
   for (const byValue of scalarCache.get(device)?.values() ?? []) scalarCount -= byValue.size;
   scalarCache.delete(device);
-  negZeroCache.delete(device);
 }
-function scalarOperand(x: number | boolean, dtype: DType, device: string): Tensor {
-  if (traceState.fn !== null || recordHooks.prim !== null) return scalarTensor(x, dtype, device);
-  const v = Number(x);
-  if (Object.is(v, -0)) {
-    let byDtype = negZeroCache.get(device);
-    if (!byDtype) negZeroCache.set(device, (byDtype = new Map()));
-    let z = byDtype.get(dtype);
-    if (!z || z.isDisposed) byDtype.set(dtype, (z = unscoped(() => scalarTensor(x, dtype, device))));
-    return z;
-  }
+function cachedValues(device: string, dtype: DType): ByValue {
   let byDtype = scalarCache.get(device);
   if (!byDtype) scalarCache.set(device, (byDtype = new Map()));
   let byValue = byDtype.get(dtype);
   if (!byValue) byDtype.set(dtype, (byValue = new Map()));
-  let t = byValue.get(v);
+  return byValue;
+}
+function scalarOperand(x: number | boolean, dtype: DType, device: string): Tensor {
+  if (traceState.fn !== null || recordHooks.prim !== null) return scalarTensor(x, dtype, device);
+  const v = Number(x);
+  const key = Object.is(v, -0) ? "-0" : v;
+  let byValue = cachedValues(device, dtype);
+  let t = byValue.get(key);
   if (t && !t.isDisposed) return t;
   if (t) {
-    byValue.delete(v);
+    byValue.delete(key);
     scalarCount--;
   }
   // bounded: past the limit the cache starts afresh (a loop's constants come back at once; the
@@ -72,10 +68,10 @@ function scalarOperand(x: number | boolean, dtype: DType, device: string): Tenso
   if (scalarCount >= SCALAR_CACHE_MAX) {
     scalarCache.clear();
     scalarCount = 0;
-    scalarCache.set(device, new Map([[dtype, (byValue = new Map())]]));
+    byValue = cachedValues(device, dtype);
   }
   t = unscoped(() => scalarTensor(x, dtype, device));
-  byValue.set(v, t);
+  byValue.set(key, t);
   scalarCount++;
   return t;
 }

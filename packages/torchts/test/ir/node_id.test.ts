@@ -3,7 +3,7 @@
 // params, and a node mutated after it was interned does not change what its id matches.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { nodeId } from "../../src/ir/node_id.js";
+import { _sameParams, nodeId } from "../../src/ir/node_id.js";
 import { nodeKey, type IRNode } from "../../src/ir/prims.js";
 
 const v = (shape: number[], strides: number[], dtype = "float32") => ({ shape, strides, dtype }) as IRNode["inputs"][0];
@@ -47,4 +47,15 @@ test("a node changed after it was interned keeps matching the structure it had",
   (a.params as { op: string }).op = "div";
   assert.notEqual(nodeId(a), id);
   assert.equal(nodeId(node("binary", { op: "sub" }, [v([7, 2], [2, 1]), v([7, 2], [2, 1])], [7, 2])), id);
+});
+
+test("params equality (what a hash collision falls back to): defined keys, their order and values", () => {
+  assert.equal(_sameParams({ op: "sum", axes: [0, 1] }, { op: "sum", axes: [0, 1] }), true);
+  assert.equal(_sameParams({ op: "sum", axes: [0, 1] }, { axes: [0, 1], op: "sum" }), false); // order is part of nodeKey
+  assert.equal(_sameParams({ op: "exp", extra: undefined }, { op: "exp" }), true); // JSON drops undefined
+  assert.equal(_sameParams({ op: "exp" }, { extra: undefined, op: "exp" }), true);
+  assert.equal(_sameParams({ op: "exp" }, { op: "exp", extra: 1 }), false);
+  assert.equal(_sameParams({ op: "exp", extra: 1 }, { op: "exp" }), false);
+  assert.equal(_sameParams({ name: "softmax", attrs: { dim: 1 } }, { name: "softmax", attrs: { dim: 0 } }), false);
+  assert.equal(_sameParams({ value: NaN }, { value: NaN }), true);
 });

@@ -21,6 +21,16 @@ function wholeView<T extends Float32Array>(a: T): T {
   return v;
 }
 
+/**
+ * When `a` and `b` are views of one kind over one buffer (the wasm arena) holding whole elements:
+ * a view of that kind over the whole buffer, for copyWithin between them without a subarray per
+ * row; else null.
+ */
+function sharedWholeView<T extends Float32Array>(a: T, b: ArrayLike<number>): T | null {
+  const same = ArrayBuffer.isView(b) && a.buffer === b.buffer && a.constructor === b.constructor && a.buffer.byteLength % a.BYTES_PER_ELEMENT === 0;
+  return same ? wholeView(a) : null;
+}
+
 // Below this many multiply-adds the JS kernel beats packing into wasm memory.
 const WASM_MATMUL_MIN_MACS = 4096;
 // float32 VMATH_OPS always run the wasm VMath approximations when wasm is on (any size, any layout).
@@ -371,7 +381,7 @@ const builders: { [P in PrimName]: Builder<P> } = {
       if (!(O instanceof Float32Array && X instanceof Float32Array)) return general(O, ins, offs, S);
       // both in the wasm arena (the usual case): copyWithin on one view of it, no subarray per row
       // (256 rows of an embedding: ~5x faster)
-      const W = O.buffer === X.buffer && O.buffer.byteLength % 4 === 0 ? wholeView(O) : null;
+      const W = sharedWholeView(O, X);
       const ob = O.byteOffset >> 2, xb = X.byteOffset >> 2;
       for (let r = 0, io = offs[1]!; r < R; r++, io += is0) {
         const v = I[io]!;
@@ -559,10 +569,9 @@ const builders: { [P in PrimName]: Builder<P> } = {
           // views of one kind over one buffer (the wasm arena): copyWithin on a view of the
           // whole buffer, no subarray per row (twice as fast for RoPE's 32-float rows)
           const o = O as Float32Array, i = I as Float32Array;
-          const same = typed && o.buffer === i.buffer && o.constructor === i.constructor && o.buffer.byteLength % o.BYTES_PER_ELEMENT === 0;
-          const W = same ? wholeView(o) : null;
-          const ob = same ? o.byteOffset / o.BYTES_PER_ELEMENT : 0;
-          const ib = same ? i.byteOffset / o.BYTES_PER_ELEMENT : 0;
+          const W = typed ? sharedWholeView(o, i) : null;
+          const ob = W ? o.byteOffset / o.BYTES_PER_ELEMENT : 0;
+          const ib = W ? i.byteOffset / o.BYTES_PER_ELEMENT : 0;
           // the rows in order: an odometer over the dims before `dim`, the source offset kept
           // incrementally (no index array or dot product per row)
           const ix = outer.map(() => 0);
