@@ -409,7 +409,7 @@ function sameInput(x: InBind, y: InBind): string | null {
 function swapIn(st: Storage, spare: Storage): void {
   const nb = spare.buf!;
   const dev: DevicePlugin = st.device;
-  const tmp: BufferOwner = { _held: null };
+  const tmp: BufferOwner = { _held: null, _gcToken: null };
   transferOwnership(spare, tmp, dev, nb);
   spare.buf = null;
   // pending work that still reads the old value (an unmaterialized value someone holds) keeps it

@@ -126,7 +126,7 @@ export function prepareOutputs(targets: Target[]): void {
   for (const { t } of targets) {
     const st = t._storage;
     realize(st);
-    if (st.readers?.length) {
+    if (st.readers?.length || st.lent()) {
       const dev = st.device;
       const copy = dev.readSync!(st.buf!, st.dtype, st.numel).slice();
       if (st.moveOut()) dev.write(st.allocate(), copy);

@@ -148,7 +148,7 @@ export function runFusedRegion<T>(fn: () => T, results: (r: T) => Storage[]): T 
   const keep = new Set(results(r));
   const roots = [...keep].filter((s) => s.pending);
   try {
-    if (roots.length) flushGraph(roots, execute, true);
+    if (roots.length) flushGraph(roots, execute, true, false);
   } catch (e) {
     undoPartialFlush(roots);
     dropRegion(token, new Set());
@@ -161,12 +161,16 @@ export function runFusedRegion<T>(fn: () => T, results: (r: T) => Storage[]): T 
 /** After a fused region: what it made besides `keep` is unreachable (its intermediates); give it back and unlist it. */
 function dropRegion(token: number, keep: Set<Storage>): void {
   recorded = 0;
-  for (const ref of pendingSet) {
+  const gone: Storage[] = [];
+  pendingSet.sweep((ref) => {
     const s = ref.deref();
-    if (s && s.serial <= token) continue;
-    pendingSet.delete(ref);
-    if (s) s.listed = false;
-    if (s && !keep.has(s)) s.discard();
+    if (s && s.serial <= token) return false;
+    if (s) gone.push(s);
+    return true;
+  });
+  for (const s of gone) {
+    s.listed = false;
+    if (!keep.has(s)) s.discard();
   }
 }
 
@@ -191,19 +195,19 @@ export function opRollback(token: unknown): void {
   if (typeof token !== "number" || token >= Storage.created || pendingSet.size === 0) return;
   try {
     let dropped = 0;
-    for (const r of pendingSet) {
+    const gone: Storage[] = [];
+    pendingSet.sweep((r) => {
       const s = r.deref();
-      if (s === undefined) {
-        pendingSet.delete(r);
-        continue;
-      }
-      if (s.serial > token) {
-        pendingSet.delete(r);
-        s.listed = false;
-        if (!s.pending) continue;
-        dropped++;
-        if (s.buf) s.release(s.pending); // a half-made value (its kernel did not finish)
-      }
+      if (s === undefined) return true;
+      if (!(s.serial > token)) return false;
+      gone.push(s);
+      return true;
+    });
+    for (const s of gone) {
+      s.listed = false;
+      if (!s.pending) continue;
+      dropped++;
+      if (s.buf) s.release(s.pending); // a half-made value (its kernel did not finish)
     }
     recorded = Math.max(0, recorded - dropped);
   } catch (e) {
@@ -283,6 +287,7 @@ export function writeRowsInPlace(dst: Storage, src: ViewRef, rowElems: number, r
   flushAll();
   realize(dst);
   realize(src.storage);
+  if (dst.lent()) return false; // a stand-in reads this buffer for nodes left pending
   for (const w of dst.readers ?? []) {
     const r = w.deref();
     if (r?.pending && r.pending.inputs.some((v) => v.storage === dst)) return false;
@@ -305,7 +310,7 @@ export function writeRowsInPlace(dst: Storage, src: ViewRef, rowElems: number, r
 export function copyIntoInPlace(dst: Storage, src: Storage): boolean {
   const dev = dst.device;
   if (getEagerMode() === "fused" || traceState.fn !== null || !dev.writeRows) return false;
-  if (src.device !== dev || src.numel !== dst.numel || src.dtype !== dst.dtype || !dst.buf || dst.transfer || src.savedBy > 0) return false;
+  if (src.device !== dev || src.numel !== dst.numel || src.dtype !== dst.dtype || !dst.buf || dst.transfer || src.savedBy > 0 || dst.lent()) return false;
   realize(src);
   if (!src.buf) return false;
   dev.writeRows(dst.buf, src.buf, 0, dst.numel, [0]);

@@ -47,6 +47,8 @@ interface Held {
 /** What owns a tracked buffer (a Storage): it keeps its registration record. */
 export interface BufferOwner {
   _held: Held | null;
+  /** What the FinalizationRegistry watches for the owner (see register). */
+  _gcToken: object | null;
 }
 
 // The sentinel marks the end of a forced collection's releases: V8 runs a registry's cleanup
@@ -140,10 +142,15 @@ function syncCleanupRegistry(): RegistryCtor | null {
   }
 }
 
+// The registry watches a token, an empty object only the owner references, not the owner: V8's
+// young-generation collector keeps a registered target alive (until a full collection), and with
+// it everything the target references (a storage's pending node, that node's inputs, ...).
 function register(owner: BufferOwner, dev: DevicePlugin, buf: DeviceBuffer): void {
   const h: Held = { dev, buf, live: true };
+  const token = {};
   owner._held = h;
-  registry().register(owner, h);
+  owner._gcToken = token;
+  registry().register(token, h);
 }
 
 /**
@@ -170,6 +177,7 @@ export function collectNow(): boolean {
 function unregister(owner: BufferOwner): void {
   if (owner._held) owner._held.live = false;
   owner._held = null;
+  owner._gcToken = null;
 }
 
 // Bytes allocated since the host last yielded to the event loop. FinalizationRegistry

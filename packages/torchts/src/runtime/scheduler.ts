@@ -261,8 +261,12 @@ function sameSeq(a: readonly number[]): boolean {
   return true;
 }
 
-/** Run the pending graph that produces `targets`. `single` runs one unfused node. */
-export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending) => void, freeIntermediates = false): void {
+/**
+ * Run the pending graph that produces `targets`. `single` runs one unfused node. `lend`: the
+ * nodes it leaves pending read through stand-ins (false for a region whose leftovers are all
+ * discarded at once, runtime/dispatch.ts runFusedRegion: a stand-in would only delay the frees).
+ */
+export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending) => void, freeIntermediates = false, lend = true): void {
   const { sts, pends } = collect(targets);
   if (!sts.length) return;
   stats.flushes++;
@@ -314,6 +318,9 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
       v.storage.dropIfUnread();
       if (v.storage.orphan && v.storage.buf) orphansLeft.add(v.storage);
     }
+  // the nodes still left pending read what they need through stand-ins (Storage.lentView); not
+  // while torch.compile records, whose recorder identifies a kernel's inputs by their storages
+  standIns(sts, pends, lend && recordHooks.kernel === null && recordHooks.prim === null);
   let orphanBytes = 0;
   for (const st of orphansLeft) orphanBytes += st.buf!.bytes;
   // the rest are read by nodes left pending (recomputable intermediates), which only a
@@ -322,3 +329,27 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
 }
 
 const ORPHAN_COLLECT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * After a flush: the nodes it left pending (values recomputable if read later) read the
+ * materialized storages they need through stand-ins, and the storages the flush touched forget
+ * the readers that no longer read them (those it ran, those now pointed at a stand-in). See
+ * Storage.lentView for why.
+ */
+function standIns(sts: Storage[], pends: Pending[], lend: boolean): void {
+  const touched = new Set<Storage>(sts);
+  for (let j = 0; j < pends.length; j++) {
+    const p = pends[j]!;
+    const ins = p.inputs;
+    const left = lend && sts[j]!.pending === p && !sts[j]!.disposed;
+    for (let i = 0; i < ins.length; i++) {
+      const v = ins[i]!;
+      const s = v.storage;
+      touched.add(s);
+      // an orphan is read by pending nodes alone: it goes with them
+      if (!left || !s.buf || s.orphan || s.lender || s.transfer) continue;
+      ins[i] = { storage: s.lentView(), shape: v.shape, strides: v.strides, offset: v.offset, dtype: v.dtype };
+    }
+  }
+  for (const s of touched) s.pruneReaders();
+}

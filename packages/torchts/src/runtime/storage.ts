@@ -33,13 +33,66 @@ const EXACT_HOST: ReadonlySet<DType> = new Set<DType>(["float32", "float64", "in
  */
 export const opTemporaries: { made: Storage[] | null } = { made: null };
 
+/**
+ * The storages that became pending since the last flush (fused mode), in order, as weak
+ * references. An array whose slots are overwritten with undefined when entries go, not a Set:
+ * V8's young-generation collector (the scavenger) treats any pointer from the old generation as
+ * alive, dead objects' included, and a Set that lives long has its hash table promoted; V8 then
+ * allocates that Set's later tables (after clear(), or when it grows) in the old generation too,
+ * and leaves the entries in each table it replaces. Every table a step filled kept that step's
+ * references, through them its storages and their pending nodes, alive to every scavenge until
+ * a full collection: ~2 MB promoted per scavenge in a small training step (bench/RESULTS.md,
+ * session 17).
+ */
+export class PendingList {
+  private items: (WeakRef<Storage> | undefined)[] = new Array<WeakRef<Storage> | undefined>(64);
+  /** Slots used. */
+  private n = 0;
+  /** Entries not removed. */
+  private live = 0;
+  get size(): number {
+    return this.live;
+  }
+  add(r: WeakRef<Storage>): void {
+    if (this.n === this.items.length) {
+      const next = new Array<WeakRef<Storage> | undefined>(2 * this.n);
+      for (let i = 0; i < this.n; i++) next[i] = this.items[i];
+      this.items.fill(undefined); // the old slots must not keep the entries alive (see above)
+      this.items = next;
+    }
+    this.items[this.n++] = r;
+    this.live++;
+  }
+  *[Symbol.iterator](): IterableIterator<WeakRef<Storage>> {
+    for (let i = 0; i < this.n; i++) {
+      const r = this.items[i];
+      if (r) yield r;
+    }
+  }
+  /** Remove the entries for which `drop` returns true (it may not add entries). */
+  sweep(drop: (r: WeakRef<Storage>) => boolean): void {
+    let k = 0;
+    for (let i = 0; i < this.n; i++) {
+      const r = this.items[i];
+      if (r && !drop(r)) this.items[k++] = r;
+    }
+    for (let i = k; i < this.n; i++) this.items[i] = undefined;
+    this.n = this.live = k;
+  }
+  clear(): void {
+    for (let i = 0; i < this.n; i++) this.items[i] = undefined;
+    this.n = this.live = 0;
+  }
+}
+
 /** Every storage that became pending (fused mode); flushAll and the size bound walk it. */
-export const pendingSet = new Set<WeakRef<Storage>>();
+export const pendingSet = new PendingList();
 
 export class Storage {
   buf: DeviceBuffer | null = null;
   /** The buffer's registration with the memory tracker (runtime/memory.ts). */
   _held: BufferOwner["_held"] = null;
+  _gcToken: BufferOwner["_gcToken"] = null;
   pending: Pending | null = null;
   /** Pending nodes that read this storage (fused mode): re-pointed when its contents move away. */
   readers: WeakRef<Storage>[] | null = null;
@@ -73,6 +126,14 @@ export class Storage {
    * failed); landed() resolves when that would not block.
    */
   transfer: { land(): void; landed(): Promise<void> } | null = null;
+  /**
+   * A stand-in (made by lentView): the storage whose buffer this one reads without owning it,
+   * until that storage's contents change and hand the buffer over (handOff). Null when this
+   * storage owns its buffer.
+   */
+  lender: Storage | null = null;
+  /** The stand-in lentView made for this storage's current buffer, while it lives. */
+  private borrower: WeakRef<Storage> | null = null;
   /** Storages created so far; torch.scope frees only storages created after it started. */
   static created = 0;
   readonly serial = ++Storage.created;
@@ -100,6 +161,10 @@ export class Storage {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    if (this.lender) {
+      this.buf = null; // a stand-in's buffer is its lender's
+      return;
+    }
     try {
       if (!this.moveOut()) {
         this.pending = null;
@@ -120,7 +185,7 @@ export class Storage {
     this.pending = null;
     this.readers = null;
     try {
-      if (this.buf) trackFree(this, this.device, this.buf);
+      if (this.buf && !this.lender && !this.handOff()) trackFree(this, this.device, this.buf);
     } catch (e) {
       reportReleaseError("discard", e);
     }
@@ -129,9 +194,72 @@ export class Storage {
 
   /** Give the buffer back to the device now (the value stays recomputable from `pending`). */
   release(p: Pending): void {
-    if (this.buf) trackFree(this, this.device, this.buf);
+    if (this.buf && !this.lender && !this.handOff()) trackFree(this, this.device, this.buf);
     this.buf = null;
     this.pending = p;
+  }
+
+  // Stand-ins. A pending node lists itself as a reader of each storage it reads (readers), weakly,
+  // so that moveOut can find it. But V8's young-generation collector (the scavenger) treats weak
+  // references as strong, and a reader's own readers after it: a long-lived storage (a parameter,
+  // a batch the caller keeps, a cached constant) that a node left pending by a flush reads kept
+  // that step's whole graph alive to every scavenge, to be promoted and die in the old generation
+  // (bench/RESULTS.md, session 17). So a flush points the nodes it leaves pending at a stand-in:
+  // a storage that reads the same buffer without owning it, to which the buffer is handed when
+  // this storage's contents change or go (handOff), so those nodes still read the value they were
+  // recorded against. This storage then references the stand-in, weakly, and not the nodes.
+
+  /** The stand-in through which nodes left pending by a flush read this storage's current buffer. */
+  lentView(): Storage {
+    const had = this.borrower?.deref();
+    if (had && had.lender === this && had.buf === this.buf) return had;
+    const made = opTemporaries.made;
+    opTemporaries.made = null; // not an op's temporary: strict mode's cleanup must not free it
+    let a: Storage;
+    try {
+      a = new Storage(this.device, this.dtype, this.numel);
+    } finally {
+      opTemporaries.made = made;
+    }
+    a.buf = this.buf;
+    a.lender = this;
+    this.borrower = new WeakRef(a);
+    return a;
+  }
+
+  /** Whether a stand-in still reads this storage's buffer (its contents must then not change in place). */
+  lent(): boolean {
+    const a = this.borrower?.deref();
+    return a !== undefined && a.lender === this && a.buf === this.buf && this.buf !== null;
+  }
+
+  /**
+   * Before this storage's buffer is freed or its contents replaced: a stand-in that reads it takes
+   * it over (and the collector frees it with the stand-in). Returns whether one did: then this
+   * storage holds no buffer.
+   */
+  handOff(): boolean {
+    const a = this.lent() ? this.borrower!.deref()! : null;
+    this.borrower = null;
+    if (!a) return false;
+    transferOwnership(this, a, this.device, this.buf!);
+    a.lender = null;
+    this.buf = null;
+    return true;
+  }
+
+  /** Forget readers that no longer read this storage (finished, or pointed at a stand-in). */
+  pruneReaders(): void {
+    const rs = this.readers;
+    if (!rs) return;
+    let n = 0;
+    for (let k = 0; k < rs.length; k++) {
+      const r = rs[k]!.deref();
+      if (r?.pending && r.pending.inputs.some((v) => v.storage === this)) rs[n++] = rs[k]!;
+    }
+    rs.length = n;
+    this.pruned = n;
+    if (n === 0) this.readers = null;
   }
 
   /** Record that pending storage r reads this one. */
@@ -167,11 +295,21 @@ export class Storage {
     if (this.transfer) this.transfer.land(); // the contents being replaced must have arrived first
     const rs = this.readers;
     this.readers = null;
-    if (!rs) return false;
     const live: Storage[] = [];
-    for (const w of rs) {
+    for (const w of rs ?? []) {
       const r = w.deref();
       if (r?.pending && r.pending.inputs.some((v) => v.storage === this) && !live.includes(r)) live.push(r);
+    }
+    const a = this.lent() ? this.borrower!.deref()! : null;
+    if (a) {
+      // the stand-in takes the buffer over, and stands in for the pending readers too
+      this.handOff();
+      for (const r of live) {
+        r.pending!.inputs = r.pending!.inputs.map((v) => (v.storage === this ? { ...v, storage: a } : v));
+        a.addReader(new WeakRef(r));
+      }
+      this.pending = null;
+      return true;
     }
     if (!live.length || (!this.buf && !this.pending)) return false;
     const old = new Storage(this.device, this.dtype, this.numel);
@@ -209,7 +347,7 @@ export class Storage {
     this.disposed = true;
     this.pending = null;
     this.readers = null;
-    if (this.buf) trackFree(this, this.device, this.buf);
+    if (this.buf && !this.handOff()) trackFree(this, this.device, this.buf);
     this.buf = null;
   }
 
@@ -217,10 +355,17 @@ export class Storage {
   adopt(other: Storage): void {
     if (!other.buf && other.pending) return this.adoptPending(other);
     if (!other.buf) throw new Error("internal: adopt() needs a realized storage");
+    if (other.lender) throw new Error("internal: adopt() of a stand-in");
     if (!this.moveOut() && this.buf) trackFree(this, this.device, this.buf);
     this.buf = other.buf;
     this.pending = null;
     transferOwnership(other, this, this.device, other.buf);
+    // a stand-in of other's buffer borrows it from this storage now
+    if (other.lent()) {
+      other.borrower!.deref()!.lender = this;
+      this.borrower = other.borrower;
+    }
+    other.borrower = null;
     other.buf = null;
     this.takeReaders(other);
     other.disposed = true;

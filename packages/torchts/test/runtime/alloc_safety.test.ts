@@ -221,7 +221,7 @@ test("release: a finalizer whose device free throws does not kill the process; i
 
 test("release: freeing a buffer twice is counted and applied once", () => {
   const s0 = torch.memory.stats();
-  const owner: BufferOwner = { _held: null };
+  const owner: BufferOwner = { _held: null, _gcToken: null };
   const buf = cpu.allocate("float32", 16);
   trackAlloc(owner, cpu, buf);
   trackFree(owner, cpu, buf);

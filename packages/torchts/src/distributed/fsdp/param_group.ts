@@ -164,7 +164,8 @@ export class ParamGroup {
       const st = p.full._storage;
       if (st.transfer) st.transfer.land();
       if (st.buf) {
-        trackFree(st, st.device, st.buf);
+        // a node left pending that reads the full value (through a stand-in) keeps the buffer
+        if (!st.handOff()) trackFree(st, st.device, st.buf);
         st.buf = null;
       }
       st.transfer = { land: () => this.landFreed(), landed: () => Promise.resolve() };
