@@ -1,4 +1,5 @@
 // torchts: PyTorch for TypeScript. `import * as torch from "torchts"`.
+import "./runtime/v8_tuning.js"; // first: before the sites it concerns allocate anything
 import { registerDevice as _register } from "./device/plugin.js";
 import { cpu as cpuDevice } from "./device/cpu/index.js";
 import "./methods.js";
