@@ -320,7 +320,7 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
     }
   // the nodes still left pending read what they need through stand-ins (Storage.lentView); not
   // while torch.compile records, whose recorder identifies a kernel's inputs by their storages
-  standIns(sts, pends, lend && recordHooks.kernel === null && recordHooks.prim === null);
+  standIns(sts, pends, pos, lend && recordHooks.kernel === null && recordHooks.prim === null);
   let orphanBytes = 0;
   for (const st of orphansLeft) orphanBytes += st.buf!.bytes;
   // the rest are read by nodes left pending (recomputable intermediates), which only a
@@ -336,8 +336,10 @@ const ORPHAN_COLLECT_BYTES = 64 * 1024 * 1024;
  * the readers that no longer read them (those it ran, those now pointed at a stand-in). See
  * Storage.lentView for why.
  */
-function standIns(sts: Storage[], pends: Pending[], lend: boolean): void {
-  const touched = new Set<Storage>(sts);
+let pruneEpoch = 0;
+function standIns(sts: Storage[], pends: Pending[], pos: Map<Storage, number>, lend: boolean): void {
+  const epoch = ++pruneEpoch;
+  const ext: Storage[] = [];
   for (let j = 0; j < pends.length; j++) {
     const p = pends[j]!;
     const ins = p.inputs;
@@ -345,11 +347,18 @@ function standIns(sts: Storage[], pends: Pending[], lend: boolean): void {
     for (let i = 0; i < ins.length; i++) {
       const v = ins[i]!;
       const s = v.storage;
-      touched.add(s);
-      // an orphan is read by pending nodes alone: it goes with them
-      if (!left || !s.buf || s.orphan || s.lender || s.transfer) continue;
+      if (s.readers !== null && s.pruneEpoch !== epoch) {
+        s.pruneEpoch = epoch; // each storage is pruned once (this one after the re-pointing below)
+        ext.push(s);
+      }
+      // only what the flush read from outside (what it made itself goes with its own nodes, and
+      // an orphan is read by pending nodes alone: it goes with them)
+      if (!left || !s.buf || s.orphan || s.lender || s.transfer || pos.has(s)) continue;
       ins[i] = { storage: s.lentView(), shape: v.shape, strides: v.strides, offset: v.offset, dtype: v.dtype };
     }
   }
-  for (const s of touched) s.pruneReaders();
+  for (const s of ext) s.pruneReaders();
+  // of the flush's own values, those it kept (materialized) may live on; the ones it left
+  // pending go with the nodes that read them
+  for (const s of sts) if (s.buf !== null && s.readers !== null && s.pruneEpoch !== epoch) s.pruneReaders();
 }

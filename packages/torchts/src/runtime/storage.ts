@@ -108,6 +108,8 @@ export class Storage {
    * it: freed when the last of them is released after backward (autograd/node.ts).
    */
   internal = false;
+  /** The flush that last pruned `readers` (runtime/scheduler.ts standIns): one pruning per flush. */
+  pruneEpoch = 0;
   /** readers.length after the last pruning of dead/finished readers. */
   private pruned = 0;
   /** Bumped by every in-place write; autograd compares it with the version it saved. */
@@ -254,8 +256,14 @@ export class Storage {
     if (!rs) return;
     let n = 0;
     for (let k = 0; k < rs.length; k++) {
-      const r = rs[k]!.deref();
-      if (r?.pending && r.pending.inputs.some((v) => v.storage === this)) rs[n++] = rs[k]!;
+      const p = rs[k]!.deref()?.pending;
+      if (!p) continue;
+      const ins = p.inputs;
+      for (let i = 0; i < ins.length; i++)
+        if (ins[i]!.storage === this) {
+          rs[n++] = rs[k]!;
+          break;
+        }
     }
     rs.length = n;
     this.pruned = n;
