@@ -20,6 +20,8 @@ export interface Row {
   variant?: string; // e.g. "strict", "kernel", "js fallback"
   ms?: number; // best time per run
   medianMs?: number;
+  /** Mean over the measured repetitions, where a suite reports it (small_step: GC pauses land here). */
+  meanMs?: number;
   gflops?: number;
   gbs?: number;
   note?: string;

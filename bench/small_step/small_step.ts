@@ -6,7 +6,9 @@
 // the torchts modes' losses must be identical. Strict and fused also run with each step in torch.scope
 // (rows "strict+scope", "fused+scope"), which frees the step's activations as it ends. Steps are interleaved in rounds
 // (a few steps of each, the order rotating per round) so load from other processes hits every
-// runner alike; the median step time after the warm-up steps is reported.
+// runner alike; the median step time after the warm-up steps is reported, and the mean beside it
+// (what a training run's throughput sees: a garbage collection every few steps lands in the mean,
+// rarely in the median).
 // Warm-up: torchts' host code is JavaScript that V8 compiles as it runs (a function reaches its
 // optimizing tier after enough calls, and a step calls many functions once or twice), and the wasm
 // arena grows to its working size in the first steps; a process reaches its steady step time
@@ -172,16 +174,19 @@ console.log(`${pyError ? `PyTorch unavailable (${pyError})` : `PyTorch ${hello.t
   const i = torch.backends.cpu.info();
   console.log(`torchts float32 GEMM: ${i.blas ? `${i.blas} (the pool's threads)` : `wasm SIMD (${i.blasReason})`}; PyTorch's: its OpenBLAS${pyEnv.OPENBLAS_CORETYPE ? `, OPENBLAS_CORETYPE=${pyEnv.OPENBLAS_CORETYPE}` : ""}`);
 }
-console.log(`runner         median ms   best ms   first ms   warm-up ms   / PyTorch   % FMA peak`);
+console.log(`runner         median ms   mean ms   best ms   first ms   warm-up ms   / PyTorch   mean / PyTorch's   % FMA peak`);
+const mean = (a: number[]) => a.reduce((p, q) => p + q, 0) / a.length;
+const ptMean = pyError ? NaN : mean(steady(pt));
 const warmMean = (r: Runner) => r.times.slice(0, WARM).reduce((p, q) => p + q, 0) / WARM;
 for (const r of [...runners, ...peers]) {
   const st = steady(r);
   const med = median(st);
   const ratio = r === pt ? "(peer)" : r === pt1 ? "(ref)" : pyError ? "-" : `${(med / ptMs).toFixed(2)}x`;
+  const meanRatio = r === pt ? "(peer)" : r === pt1 ? "(ref)" : pyError ? "-" : `${(mean(st) / ptMean).toFixed(2)}x`;
   const pct = peak ? `${((100 * flopsPerStep) / (med / 1000) / peak.flops).toFixed(1)}%` : "?";
-  console.log(`${r.name.padEnd(14)} ${med.toFixed(1).padStart(9)} ${Math.min(...st).toFixed(1).padStart(9)} ${r.times[0]!.toFixed(0).padStart(10)} ${warmMean(r).toFixed(1).padStart(12)} ${ratio.padStart(11)} ${pct.padStart(12)}`);
+  console.log(`${r.name.padEnd(14)} ${med.toFixed(1).padStart(9)} ${mean(st).toFixed(1).padStart(9)} ${Math.min(...st).toFixed(1).padStart(9)} ${r.times[0]!.toFixed(0).padStart(10)} ${warmMean(r).toFixed(1).padStart(12)} ${ratio.padStart(11)} ${meanRatio.padStart(18)} ${pct.padStart(12)}`);
   emit({
-    suite: S, workload: W, variant: r === pt ? `pytorch ${hello.torch} eager` : r === pt1 ? `pytorch ${hello.torch} eager 1 thread` : `torchts ${r.name}`, ms: round(Math.min(...st)), medianMs: round(med),
+    suite: S, workload: W, variant: r === pt ? `pytorch ${hello.torch} eager` : r === pt1 ? `pytorch ${hello.torch} eager 1 thread` : `torchts ${r.name}`, ms: round(Math.min(...st)), medianMs: round(med), meanMs: round(mean(st)),
     gflops: round(flopsPerStep / (med / 1000) / 1e9),
     note: r === pt || r === pt1
       ? `${r === pt ? "the peer" : "for reference, not the peer"}; ${r === pt ? hello.threads : 1} thread(s); first step ${round(r.times[0]!)} ms; ${WARM} warm-up steps ${round(warmMean(r))} ms on average; losses ${r.losses.slice(0, 3).map((l) => l.toFixed(5)).join(" ")} ... ${r.losses.at(-1)!.toFixed(5)}`
