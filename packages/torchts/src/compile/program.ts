@@ -419,7 +419,7 @@ function swapIn(st: Storage, spare: Storage): void {
   }
   transferOwnership(tmp, st, dev, nb);
   st.buf = nb;
-  st.pending = null;
+  st.dropPending();
   st.version++;
 }
 

@@ -296,7 +296,7 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
       const st = sts[k.single]!;
       if (st.device !== dev) throw new Error("internal: one flush spans two devices");
       single(st, pends[k.single]!); // the eager path records its own profile event
-      st.pending = null;
+      st.dropPending();
     } else {
       const args: KernelArg[] = k.ext.map(([j, i]) => {
         const v = pends[j]!.inputs[i]!;
@@ -305,7 +305,7 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
       const outs = k.outs.map((j) => sts[j]!.allocate());
       if (recordHooks.kernel) recordHooks.kernel(k.exe, k.name, k.ext.map(([j, i]) => pends[j]!.inputs[i]!), k.outs.map((j) => sts[j]!), [], null);
       runKernel(k.name, k.exe, args, outs, []);
-      for (const j of k.outs) sts[j]!.pending = null;
+      for (const j of k.outs) sts[j]!.dropPending();
     }
     if (freeIntermediates) for (const q of plan.lastUses[ki]!) sts[q]!.release(pends[q]!);
   }
@@ -351,10 +351,12 @@ function standIns(sts: Storage[], pends: Pending[], pos: Map<Storage, number>, l
         s.pruneEpoch = epoch; // each storage is pruned once (this one after the re-pointing below)
         ext.push(s);
       }
-      // only what the flush read from outside (what it made itself goes with its own nodes, and
-      // an orphan is read by pending nodes alone: it goes with them)
-      if (!left || !s.buf || s.orphan || s.lender || s.transfer || pos.has(s)) continue;
-      ins[i] = { storage: s.lentView(), shape: v.shape, strides: v.strides, offset: v.offset, dtype: v.dtype };
+      // only what the flush read from outside (what it made itself goes with its own nodes; an
+      // orphan is read by pending nodes alone: it goes with them; a stand-in is never written)
+      if (!left || !s.buf || s.orphan || s.standIn || s.transfer || pos.has(s)) continue;
+      const a = s.lentView();
+      a.uses++;
+      ins[i] = { storage: a, shape: v.shape, strides: v.strides, offset: v.offset, dtype: v.dtype };
     }
   }
   for (const s of ext) s.pruneReaders();

@@ -134,6 +134,14 @@ export class Storage {
    * storage owns its buffer.
    */
   lender: Storage | null = null;
+  /** Made by lentView (it stays one after it took its lender's buffer over). */
+  standIn = false;
+  /**
+   * A stand-in: how many inputs of nodes left pending read it (counted when a flush points them
+   * here, uncounted when their node runs or is dropped: dropPending). While none does, its lender
+   * may write or free its buffer as if it had lent nothing.
+   */
+  uses = 0;
   /** The stand-in lentView made for this storage's current buffer, while it lives. */
   private borrower: WeakRef<Storage> | null = null;
   /** Storages created so far; torch.scope frees only storages created after it started. */
@@ -169,7 +177,7 @@ export class Storage {
     }
     try {
       if (!this.moveOut()) {
-        this.pending = null;
+        this.dropPending();
         if (this.buf) trackFree(this, this.device, this.buf);
         this.buf = null;
       }
@@ -180,11 +188,18 @@ export class Storage {
     }
   }
 
+  /** The node is done with (it ran, or its value went): the stand-ins it read are read once less. */
+  dropPending(): void {
+    const p = this.pending;
+    this.pending = null;
+    if (p) for (const v of p.inputs) if (v.storage.standIn) v.storage.uses--;
+  }
+
   /** Forget the value, buffer and node, at once: for a value nothing can read (a fused region's intermediate). Never throws. */
   discard(): void {
     if (this.disposed) return;
     this.disposed = true;
-    this.pending = null;
+    this.dropPending();
     this.readers = null;
     try {
       if (this.buf && !this.lender && !this.handOff()) trackFree(this, this.device, this.buf);
@@ -225,14 +240,15 @@ export class Storage {
     }
     a.buf = this.buf;
     a.lender = this;
+    a.standIn = true;
     this.borrower = new WeakRef(a);
     return a;
   }
 
-  /** Whether a stand-in still reads this storage's buffer (its contents must then not change in place). */
+  /** Whether a stand-in still reads this storage's buffer for nodes left pending (its contents must then not change in place). */
   lent(): boolean {
     const a = this.borrower?.deref();
-    return a !== undefined && a.lender === this && a.buf === this.buf && this.buf !== null;
+    return a !== undefined && a.lender === this && a.buf === this.buf && this.buf !== null && a.uses > 0;
   }
 
   /**
@@ -313,7 +329,7 @@ export class Storage {
       // the stand-in takes the buffer over, and stands in for the pending readers too
       this.handOff();
       for (const r of live) {
-        r.pending!.inputs = r.pending!.inputs.map((v) => (v.storage === this ? { ...v, storage: a } : v));
+        r.pending!.inputs = r.pending!.inputs.map((v) => (v.storage === this ? (a.uses++, { ...v, storage: a }) : v));
         a.addReader(new WeakRef(r));
       }
       this.pending = null;
@@ -353,7 +369,7 @@ export class Storage {
       if (r?.pending && r.pending.inputs.some((v) => v.storage === this)) return;
     }
     this.disposed = true;
-    this.pending = null;
+    this.dropPending();
     this.readers = null;
     if (this.buf && !this.handOff()) trackFree(this, this.device, this.buf);
     this.buf = null;
@@ -366,7 +382,7 @@ export class Storage {
     if (other.lender) throw new Error("internal: adopt() of a stand-in");
     if (!this.moveOut() && this.buf) trackFree(this, this.device, this.buf);
     this.buf = other.buf;
-    this.pending = null;
+    this.dropPending();
     transferOwnership(other, this, this.device, other.buf);
     // a stand-in of other's buffer borrows it from this storage now
     if (other.lent()) {
@@ -384,6 +400,7 @@ export class Storage {
     this.persistent = true;
     if (!this.moveOut() && this.buf) trackFree(this, this.device, this.buf);
     this.buf = null;
+    this.dropPending(); // (moveOut moved it aside if anything still reads it)
     this.pending = other.pending;
     other.pending = null;
     this.trackPending();

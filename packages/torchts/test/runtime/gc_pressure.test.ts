@@ -81,6 +81,25 @@ test("stand-ins: one per buffer, shared by the flushes that leave readers of it 
   });
 });
 
+test("stand-ins: once the nodes left pending are disposed, the lender frees its own buffer (no collection)", async () => {
+  torch.withEagerMode("fused", () => {
+    const { x, a } = leftPending();
+    assert.ok(st(x).lent());
+    a.dispose(); // the only node reading the stand-in
+    assert.equal(st(x).lent(), false);
+    const before = torch.memory.stats().liveBytes;
+    const bytes = st(x).buf!.bytes;
+    x.dispose();
+    assert.equal(torch.memory.stats().liveBytes, before - bytes, "x's buffer went back at once");
+  });
+  await torch.withEagerMode("fused", async () => {
+    const { x, a } = leftPending();
+    assert.deepEqual(await a.tolist(), [2, 4, 6]); // a's node runs now: a is materialized
+    assert.ok(st(a).buf !== null && st(a).pending === null);
+    assert.equal(st(x).lent(), false, "a no longer reads the stand-in once its node ran");
+  });
+});
+
 test("stand-ins: the buffer a stand-in took over is freed once nothing reads it", async () => {
   await collectGarbage(); // what earlier tests left
   const before = torch.memory.stats().liveBytes;
