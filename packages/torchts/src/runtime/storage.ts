@@ -202,7 +202,7 @@ export class Storage {
     this.dropPending();
     this.readers = null;
     try {
-      if (this.buf && !this.lender && !this.handOff()) trackFree(this, this.device, this.buf);
+      this.freeBuffer();
     } catch (e) {
       reportReleaseError("discard", e);
     }
@@ -211,9 +211,17 @@ export class Storage {
 
   /** Give the buffer back to the device now (the value stays recomputable from `pending`). */
   release(p: Pending): void {
+    this.freeBuffer();
+    this.pending = p;
+  }
+
+  /**
+   * Give this storage's buffer back: to the stand-in that still reads it for nodes left pending
+   * (handOff), else to the device. A stand-in's own borrowed buffer is its lender's: it only lets go.
+   */
+  freeBuffer(): void {
     if (this.buf && !this.lender && !this.handOff()) trackFree(this, this.device, this.buf);
     this.buf = null;
-    this.pending = p;
   }
 
   // Stand-ins. A pending node lists itself as a reader of each storage it reads (readers), weakly,
@@ -247,8 +255,13 @@ export class Storage {
 
   /** Whether a stand-in still reads this storage's buffer for nodes left pending (its contents must then not change in place). */
   lent(): boolean {
+    return this.reader() !== null;
+  }
+
+  /** The stand-in that reads this storage's current buffer for nodes left pending, if any. */
+  private reader(): Storage | null {
     const a = this.borrower?.deref();
-    return a !== undefined && a.lender === this && a.buf === this.buf && this.buf !== null && a.uses > 0;
+    return a !== undefined && a.lender === this && a.buf === this.buf && this.buf !== null && a.uses > 0 ? a : null;
   }
 
   /**
@@ -256,8 +269,8 @@ export class Storage {
    * it over (and the collector frees it with the stand-in). Returns whether one did: then this
    * storage holds no buffer.
    */
-  handOff(): boolean {
-    const a = this.lent() ? this.borrower!.deref()! : null;
+  private handOff(): boolean {
+    const a = this.reader();
     this.borrower = null;
     if (!a) return false;
     transferOwnership(this, a, this.device, this.buf!);
@@ -324,14 +337,11 @@ export class Storage {
       const r = w.deref();
       if (r?.pending && r.pending.inputs.some((v) => v.storage === this) && !live.includes(r)) live.push(r);
     }
-    const a = this.lent() ? this.borrower!.deref()! : null;
+    const a = this.reader();
     if (a) {
       // the stand-in takes the buffer over, and stands in for the pending readers too
       this.handOff();
-      for (const r of live) {
-        r.pending!.inputs = r.pending!.inputs.map((v) => (v.storage === this ? (a.uses++, { ...v, storage: a }) : v));
-        a.addReader(new WeakRef(r));
-      }
+      this.pointReadersAt(live, a);
       this.pending = null;
       return true;
     }
@@ -347,13 +357,22 @@ export class Storage {
     // old contents a sync left recomputable are not new work: listing them would make the next
     // sync compute them (a disposed step's whole forward) though no live node reads them
     if (old.pending) old.trackPending(this.listed);
-    for (const r of live) {
-      r.pending!.inputs = r.pending!.inputs.map((v) => (v.storage === this ? { ...v, storage: old } : v));
-      old.addReader(new WeakRef(r));
-    }
+    this.pointReadersAt(live, old);
     this.buf = null;
     this.pending = null;
     return true;
+  }
+
+  /** The pending nodes `live` read `to` where they read this storage (a stand-in counts them). */
+  private pointReadersAt(live: Storage[], to: Storage): void {
+    for (const r of live) {
+      r.pending!.inputs = r.pending!.inputs.map((v) => {
+        if (v.storage !== this) return v;
+        if (to.standIn) to.uses++;
+        return { ...v, storage: to };
+      });
+      to.addReader(new WeakRef(r));
+    }
   }
 
   /**
@@ -371,8 +390,7 @@ export class Storage {
     this.disposed = true;
     this.dropPending();
     this.readers = null;
-    if (this.buf && !this.handOff()) trackFree(this, this.device, this.buf);
-    this.buf = null;
+    this.freeBuffer();
   }
 
   /** Take over another (realized, unshared) storage's buffer: how in-place writes land. */
@@ -385,8 +403,9 @@ export class Storage {
     this.dropPending();
     transferOwnership(other, this, this.device, other.buf);
     // a stand-in of other's buffer borrows it from this storage now
-    if (other.lent()) {
-      other.borrower!.deref()!.lender = this;
+    const a = other.reader();
+    if (a) {
+      a.lender = this;
       this.borrower = other.borrower;
     }
     other.borrower = null;

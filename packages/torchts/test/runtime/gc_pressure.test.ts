@@ -114,7 +114,7 @@ test("stand-ins: the buffer a stand-in took over is freed once nothing reads it"
   assert.equal(torch.memory.stats().liveBytes, before);
 });
 
-test("stand-ins: writeRowsInPlace and copyIntoInPlace never write a lent buffer", async () => {
+test("stand-ins: a row write (writeRowsInPlace) never writes a lent buffer (the strict add_ above covers copyIntoInPlace)", async () => {
   const { x, a } = torch.withEagerMode("fused", leftPending);
   await torch.withEagerMode("strict", async () => {
     x.indexCopy_(0, torch.tensor([1], { dtype: "int64" }), torch.tensor([100])); // a row write

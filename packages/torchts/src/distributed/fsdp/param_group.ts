@@ -14,7 +14,6 @@ import { getDevice } from "../../device/plugin.js";
 import { hostArrayCtor, type DType, type HostArray } from "../../ir/dtype.js";
 import { Parameter, type Module } from "../../nn/module.js";
 import { empty, tensor, zeros } from "../../ops/creation.js";
-import { trackFree } from "../../runtime/memory.js";
 import { holdBeyondScopes, type Tensor } from "../../tensor.js";
 import { allGatherIntoTensor, reduceScatterTensor } from "../collectives.js";
 import type { DeviceMesh } from "../device_mesh.js";
@@ -163,11 +162,8 @@ export class ParamGroup {
       }
       const st = p.full._storage;
       if (st.transfer) st.transfer.land();
-      if (st.buf) {
-        // a node left pending that reads the full value (through a stand-in) keeps the buffer
-        if (!st.handOff()) trackFree(st, st.device, st.buf);
-        st.buf = null;
-      }
+      // a node left pending that reads the full value (through a stand-in) keeps the buffer
+      st.freeBuffer();
       st.transfer = { land: () => this.landFreed(), landed: () => Promise.resolve() };
       p.freed = true;
     }
