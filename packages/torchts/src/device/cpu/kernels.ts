@@ -5,7 +5,7 @@ import { contiguousStrides, isContiguous, numel, type Shape } from "../../ir/sha
 import { collapse, elementwise, reduction, storeExpr, type Arr, type Kernel } from "./codegen.js";
 import { H, philox } from "./math.js";
 import { buildComposite } from "./composites.js";
-import { matmulBatchedF32, matmulF32, sumRowsF32, wasmRuntime } from "./wasm/index.js";
+import { addRowsF32, copyRowsF32, matmulBatchedF32, matmulF32, sumRowsF32, wasmRuntime } from "./wasm/index.js";
 import { WASM_MIN_ELEMS } from "./wasm/ops.js";
 import { wasmSingle, wasmSingleReduce } from "./wasm/fused_wasm.js";
 import { VMATH_OPS } from "./wasm/vmath.js";
@@ -214,6 +214,92 @@ function rowLoop(body: string, op: string): RowLoop {
   )(checkIndex) as RowLoop;
 }
 
+/**
+ * Copies a view of `v`'s layout into a contiguous output: one typed-array copy when the view is
+ * contiguous in an array of the output's kind, one fill when it is a broadcast scalar (a zeros
+ * tensor expanded), else a generated strided loop. scatter_add starts from its `self` this way:
+ * a generated loop per element made the embedding's and cross-entropy's backward ~5x slower.
+ */
+function plainCopy(v: IRNode["inputs"][0], outDtype: DType): (O: Arr, I: Arr, off: number) => void {
+  const total = numel(v.shape);
+  const loop = elementwise(v.shape, [v.strides], ([x]) => x!, outDtype);
+  const contiguous = v.dtype === outDtype && isContiguous(v.shape, v.strides);
+  const scalar = v.dtype === outDtype && v.strides.every((s) => s === 0);
+  return (O, I, off) => {
+    if (total === 0) return;
+    if (ArrayBuffer.isView(O) && ArrayBuffer.isView(I) && O.constructor === I.constructor) {
+      const o = O as unknown as Float32Array, i = I as unknown as Float32Array;
+      if (contiguous) return o.set(i.subarray(off, off + total));
+      if (scalar) {
+        o.fill(i[off]!, 0, total);
+        return;
+      }
+    }
+    loop(O, [I], [off], []);
+  };
+}
+
+/**
+ * Copies view `v` into the output slab starting at element `ob`, whose strides are `outStrides`
+ * (cat), as wasm row copies: the view and slab collapsed together, the innermost dim a row (the
+ * slab's is contiguous), the next one the rows of one call, the dims outside it walked here.
+ * Null when the slab's innermost dim is not contiguous; the returned copy returns false (nothing
+ * written) when an array is not in the wasm memory.
+ */
+function slabRows(v: IRNode["inputs"][0], outStrides: Shape): ((O: Float32Array, I: Float32Array, ob: number, ib: number) => boolean) | null {
+  const c = collapse(v.shape, [outStrides.slice(0, v.shape.length), v.strides]);
+  const nd = c.shape.length;
+  if (nd === 0) {
+    c.shape.push(1);
+    c.strides[0]!.push(1);
+    c.strides[1]!.push(0);
+  }
+  const m = c.shape.length;
+  if (c.strides[0]![m - 1] !== 1) return null;
+  const n = c.shape[m - 1]!, si = c.strides[1]![m - 1]!;
+  const rows = m >= 2 ? c.shape[m - 2]! : 1, ds = m >= 2 ? c.strides[0]![m - 2]! : 0, ss = m >= 2 ? c.strides[1]![m - 2]! : 0;
+  const outer = c.shape.slice(0, Math.max(0, m - 2));
+  const os = c.strides[0]!.slice(0, outer.length), is = c.strides[1]!.slice(0, outer.length);
+  const calls = numel(outer);
+  return (O, I, ob, ib) => {
+    const ix = outer.map(() => 0);
+    for (let t = 0; t < calls; t++) {
+      let o = ob, i = ib;
+      for (let d = 0; d < outer.length; d++) {
+        o += ix[d]! * os[d]!;
+        i += ix[d]! * is[d]!;
+      }
+      if (!copyRowsF32(O, o, I, i, rows, n, ds, ss, si)) return false; // (only the first call can refuse)
+      for (let d = outer.length - 1; d >= 0; d--) {
+        if (++ix[d]! < outer[d]!) break;
+        ix[d] = 0;
+      }
+    }
+    return true;
+  };
+}
+
+type RowAdder = (O: Arr, S: Arr, I: Arr, io: number, is: number, so: number, ss: number, rows: number, D: number, size: number, dim: number) => void;
+
+/**
+ * Adds row S[so + r*ss ..][0, D) to row I[io + r*is] of O for each r (embedding's backward), in
+ * row order. A fresh function per kernel, so that the typed-array accesses of its loop see one
+ * kind of array each (a shared closure's loop saw them all and ran several times slower).
+ */
+function rowAdder(): RowAdder {
+  return new Function(
+    "check",
+    `return function(O, S, I, io, is, so, ss, rows, D, size, dim) {
+      for (let r = 0; r < rows; r++, io += is, so += ss) {
+        const v = I[io];
+        if (!(v >= 0 && v < size)) check(v, size, dim, "scatter_add");
+        const base = v * D;
+        for (let c = 0; c < D; c++) O[base + c] += S[so + c];
+      }
+    }`,
+  )(checkIndex) as RowAdder;
+}
+
 const builders: { [P in PrimName]: Builder<P> } = {
   unary: (n) => {
     const x = n.inputs[0]!;
@@ -398,22 +484,29 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const outStrides = contiguousStrides(self.shape);
     const size = self.shape[dim]!;
     const od = outStrides[dim] ?? 0;
-    const copy = elementwise(self.shape, [self.strides], ([x]) => x!, n.out.dtype);
+    const copy = plainCopy(self, n.out.dtype);
     const loop = rowLoop("O[xo + v * xd] += X[so];", "scatter_add");
     // embedding's backward: an index constant along contiguous rows adds whole rows (same order)
     const rows = wholeRows(src, idx, dim) && idx.shape[1] === self.shape[1];
     const R = idx.shape[0] ?? 0, D = self.shape[1] ?? 0, is0 = idx.strides[0] ?? 0, ss0 = src.strides[0] ?? 0;
+    const addRows = rows ? rowAdder() : null;
+    const f32Rows = self.dtype === "float32" && src.dtype === "float32";
     return (O, ins, offs) => {
-      copy(O, [ins[0]!], [offs[0]!], []);
+      copy(O, ins[0]!, offs[0]!);
       const I = ins[1]!,
         S = ins[2]!;
-      if (rows) {
-        for (let r = 0, io = offs[1]!, so = offs[2]!; r < R; r++, io += is0, so += ss0) {
-          const v = I[io]!;
-          if (!(v >= 0 && v < size)) checkIndex(v, size, dim, "scatter_add");
-          const base = v * D;
-          for (let c = 0; c < D; c++) O[base + c]! += S[so + c]!;
+      if (addRows) {
+        if (f32Rows && O instanceof Float32Array && S instanceof Float32Array) {
+          // the whole rows in wasm, once every index is checked (an error leaves O as copied)
+          const at = new Int32Array(R);
+          for (let r = 0, io = offs[1]!; r < R; r++, io += is0) {
+            const v = I[io]!;
+            if (!(v >= 0 && v < size)) checkIndex(v, size, dim, "scatter_add");
+            at[r] = v * D;
+          }
+          if (addRowsF32(O, S, offs[2]!, at, D, ss0)) return;
         }
+        addRows(O, S, I, offs[1]!, is0, offs[2]!, ss0, R, D, size, dim);
         return;
       }
       indexRows(idx.shape, idx.strides, outStrides, dim, offs[1]!, 0, (io, is, oo, os, len, so, ss) => {
@@ -559,9 +652,16 @@ const builders: { [P in PrimName]: Builder<P> } = {
     const rowOut = n.out.shape[dim]! * inner;
     const rows = numel(outer);
     const plain = n.inputs.map((v) => v.dtype === n.out.dtype && isContiguous(v.shape.slice(dim), v.strides.slice(dim)));
+    // float32 in the wasm memory: each input is a few row copies in wasm (copyRowsF32)
+    const wasmRows = n.out.dtype === "float32" && wasmRuntime() ? n.inputs.map((v) => (v.dtype === "float32" ? slabRows(v, outStrides) : null)) : [];
     return (O, ins, offs) => {
       let start = 0;
       n.inputs.forEach((v, k) => {
+        const w = wasmRows[k];
+        if (w && O instanceof Float32Array && ins[k] instanceof Float32Array && w(O, ins[k], start * outStrides[dim]!, offs[k]!)) {
+          start += v.shape[dim]!;
+          return;
+        }
         if (plain[k]) {
           const len = v.shape[dim]! * inner;
           const I = ins[k]!;

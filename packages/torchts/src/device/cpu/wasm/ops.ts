@@ -100,6 +100,46 @@ export function sumRowsF32(x: F32, off: number, rows: number, n: number, out: F3
   return true;
 }
 
+// Below this many elements a copy stays on the calling thread.
+const COPY_MIN_PER_THREAD = 65536;
+/** Calls of the wasm row copies (tests check that cat and scatter_add take them). */
+export const wasmCopyStats = { copyRows: 0, addRows: 0 };
+
+/**
+ * dst[dOff + r*ds + j] = src[sOff + r*ss + j*si] for r < rows, j < n, in place in the shared
+ * memory; false (nothing written) when either array is not a float32 view of it.
+ */
+export function copyRowsF32(dst: F32, dOff: number, src: F32, sOff: number, rows: number, n: number, ds: number, ss: number, si: number): boolean {
+  const rt = wasmRuntime();
+  if (!rt || !inArena(rt, dst) || !inArena(rt, src)) return false;
+  if (rows * n === 0) return true;
+  wasmCopyStats.copyRows++;
+  const args = [dst.byteOffset + dOff * 4, src.byteOffset + sOff * 4, n, ds, ss, si];
+  rt.pool.run(rt.fn.copy_rows!, rows, args, 1, Math.ceil(COPY_MIN_PER_THREAD / n));
+  return true;
+}
+
+/**
+ * dst[offs[r] + j] += src[sOff + r*ss + j] for r < offs.length, j < n, rows in order (float32
+ * adds); false (nothing written) when either array is not a float32 view of the shared memory.
+ * The offsets must be in range (the caller checks them).
+ */
+export function addRowsF32(dst: F32, src: F32, sOff: number, offs: ArrayLike<number>, n: number, ss: number): boolean {
+  const rt = wasmRuntime();
+  if (!rt || !inArena(rt, dst) || !inArena(rt, src)) return false;
+  const rows = offs.length;
+  if (rows * n === 0) return true;
+  wasmCopyStats.addRows++;
+  const op = rt.arena.alloc(rows * 4);
+  try {
+    rt.view(Int32Array, op, rows).set(offs);
+    rt.exports.add_rows!(0, rows, dst.byteOffset, src.byteOffset + sOff * 4, op, n, ss);
+  } finally {
+    rt.arena.release(op);
+  }
+  return true;
+}
+
 /** A Float32Array of n elements inside the shared memory (zero-copy operand); release() frees it. */
 export function arenaF32(n: number): { data: Float32Array; release(): void } | null {
   const rt = wasmRuntime();

@@ -6,6 +6,7 @@ import { emitModule, type Fn } from "./emitter.js";
 import { GEMM, gemmFns } from "./gemm.js";
 import { convFns } from "./conv.js";
 import { elementwiseFns } from "./elementwise.js";
+import { copyFns } from "./copy.js";
 import { probeFns } from "./probe.js";
 import { attentionFns } from "./attention.js";
 import { gemvFns } from "./gemv.js";
@@ -66,6 +67,7 @@ function build(): WasmRuntime | null {
   add(gemmFns(GEMM, features.relaxedSimd));
   add(convFns(fns.length));
   add(elementwiseFns(features.relaxedSimd));
+  add(copyFns());
   add(probeFns(features.relaxedSimd));
   add(attentionFns(features.relaxedSimd));
   add([...gemvFns(features.relaxedSimd), ...qgemvFns(features.relaxedSimd)]);
