@@ -4,18 +4,25 @@
 // python3-torch 1.13 on OpenBLAS, 2 threads; and at 1 thread, as a reference row), in one run. All
 // runners start from the same weights (model.ts writes them for PyTorch) and see the same batches;
 // the torchts modes' losses must be identical. Strict and fused also run with each step in torch.scope
-// (rows "strict+scope", "fused+scope"), which frees the step's activations as it ends. Steps are interleaved in rounds
-// (a few steps of each, the order rotating per round) so load from other processes hits every
-// runner alike; the median step time after the warm-up steps is reported, and the mean beside it
-// (what a training run's throughput sees: a garbage collection every few steps lands in the mean,
-// rarely in the median).
+// (rows "strict+scope", "fused+scope"), which frees the step's activations as it ends.
+// The torchts runners share this process (runner.ts makes them); PyTorch runs in its own
+// (small_step.py). --process-per-runner gives each torchts runner a process of its own instead,
+// as a training run has (runner.ts as a script): in one process the runners' garbage collections
+// land in each other's steps, and a full collection slows the kernels of the next few steps
+// (bench/RESULTS.md, session 18); but idle Node processes beside the running one have their own
+// background work, so the default stays one process.
+// Steps are interleaved in rounds (a few steps of each, the order rotating per round) so load from
+// other processes hits every runner alike; the median step time after the warm-up steps is
+// reported, and the mean beside it (what a training run's throughput sees: a garbage collection
+// every few steps lands in the mean, rarely in the median).
 // Warm-up: torchts' host code is JavaScript that V8 compiles as it runs (a function reaches its
 // optimizing tier after enough calls, and a step calls many functions once or twice), and the wasm
 // arena grows to its working size in the first steps; a process reaches its steady step time
-// after ~100-150 steps (bench/RESULTS.md, session 16). The steady state is what a training run
-// sees, so every runner (PyTorch too) first runs --warmup steps, in the same rotation; what those
-// steps cost is printed too (the "warm-up ms" column: their mean), so the one-off price shows.
-//   node --import tsx bench/small_step/small_step.ts [--quick] [--steps N] [--warmup N] [--python /usr/bin/python3]
+// after ~100-150 steps (bench/RESULTS.md, sessions 16 and 18; the "by blocks" lines at the end of
+// each run show it). The steady state is what a training run sees, so every runner (PyTorch too)
+// first runs --warmup steps, in the same rotation; what those steps cost is printed too (the
+// "warm-up ms" column: their mean), so the one-off price shows.
+//   node --import tsx bench/small_step/small_step.ts [--quick] [--steps N] [--warmup N] [--process-per-runner] [--python /usr/bin/python3]
 // Prints a table, and ROW lines (suite "small-step") for bench/run.ts.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -24,15 +31,17 @@ import { createInterface } from "node:readline";
 import * as torch from "../../packages/torchts/src/index.js";
 import { productPeak } from "../../packages/torchts/src/device/cpu/wasm/index.js";
 import { QUICK, emit, numberArg, round } from "../lib.js";
-import { CFG, batchTensors, batches, makeModel, step, writeData } from "./model.js";
+import { CFG, batchTensors, batches, writeData } from "./model.js";
+import { makeRunner, type Mode } from "./runner.js";
 
 const MEASURED = numberArg("--steps") ?? (QUICK ? 8 : 48); // per runner, after the warm-up
 // per runner; at least 4: compile replays from its fourth call, fused's plan cache fills in the first
-const WARM = numberArg("--warmup") ?? (QUICK ? 4 : 40);
+const WARM = numberArg("--warmup") ?? (QUICK ? 4 : 150);
 if (!(Number.isInteger(MEASURED) && MEASURED >= 1)) throw new Error(`small_step: --steps must be a positive integer, got ${MEASURED}`);
 if (!(Number.isInteger(WARM) && WARM >= 4)) throw new Error(`small_step: --warmup must be an integer of at least 4 (compile replays from its fourth call), got ${WARM}`);
 const STEPS = WARM + MEASURED;
 const ROUND = 3; // steps of one runner before switching to the next
+const ONE_PROCESS = !process.argv.includes("--process-per-runner");
 const python = process.argv.includes("--python") ? process.argv[process.argv.indexOf("--python") + 1]! : "/usr/bin/python3";
 const here = new URL(".", import.meta.url).pathname;
 const S = "small-step";
@@ -55,8 +64,9 @@ writeData(dir, STEPS);
 // another than PyTorch's OpenBLAS would on its own: SkylakeX on AMD's AVX-512 cores)
 const blasCore = /core (\w+)$/.exec(torch.backends.cpu.info().blas)?.[1];
 const pyEnv = { ...process.env, ...(blasCore ? { OPENBLAS_CORETYPE: blasCore } : {}) };
-function pyWorker(threads: number) {
-  const py = spawn(python, [`${here}small_step.py`, dir, "--threads", String(threads)], { stdio: ["pipe", "pipe", "inherit"], env: pyEnv });
+/** A runner process speaking small_step.py's line protocol (a ready line, then "run K" -> one JSON line). */
+function lineWorker(cmd: string, args: string[], env: NodeJS.ProcessEnv, what: string) {
+  const py = spawn(cmd, args, { stdio: ["pipe", "pipe", "inherit"], env });
   const pending: ((l: string) => void)[] = [], early: string[] = []; // lines nobody asked for yet wait in early
   createInterface({ input: py.stdout }).on("line", (l) => (pending.length ? pending.shift()!(l) : early.push(l)));
   const exit = new Promise<number | string | null>((r) => {
@@ -70,11 +80,12 @@ function pyWorker(threads: number) {
     async ask(cmd?: string): Promise<Record<string, unknown>> {
       const got = new Promise<string>((r) => (early.length ? r(early.shift()!) : pending.push(r)));
       if (cmd) py.stdin.write(cmd + "\n");
-      const l = await Promise.race([got, exit.then((c) => { throw new Error(`small_step.py exited (${c}) before answering '${cmd ?? "ready"}'`); })]);
+      const l = await Promise.race([got, exit.then((c) => { throw new Error(`${what} exited (${c}) before answering '${cmd ?? "ready"}'`); })]);
       return JSON.parse(l) as Record<string, unknown>;
     },
   };
 }
+const pyWorker = (threads: number) => lineWorker(python, [`${here}small_step.py`, dir, "--threads", String(threads)], pyEnv, "small_step.py");
 const py2 = pyWorker(PEER_THREADS), py1 = pyWorker(1);
 // without PyTorch (no /usr/bin/python3 with torch), the torchts rows still run, with no ratio
 let hello: Record<string, unknown> = {};
@@ -97,34 +108,25 @@ interface Runner {
   /** Runs steps i .. i+k-1 back to back, recording each one's time and loss. */
   run(i: number, k: number): Promise<void>;
 }
-const data = batches(STEPS).map(batchTensors);
+const data = ONE_PROCESS ? batches(STEPS).map(batchTensors) : [];
 /** `scoped`: the eager step runs in torch.scope, which frees its activations when it ends instead of leaving them to the garbage collector. */
-function tsRunner(mode: "strict" | "fused" | "compiled", scoped = false): Runner {
-  const m = makeModel();
-  const fn = mode === "compiled" ? torch.compile((x: torch.Tensor, y: torch.Tensor) => step(m, x, y), { name: "small_step" }) : (x: torch.Tensor, y: torch.Tensor) => step(m, x, y);
-  const eager = mode === "strict" ? "strict" : "fused";
-  const r: Runner = {
-    name: scoped ? `${mode}+scope` : mode, times: [], losses: [],
-    async run(i, k) {
-      for (let j = i; j < i + k; j++) {
-        const [x, y] = data[j]!;
-        const t0 = performance.now();
-        const v = await torch.withEagerMode(eager, async () => {
-          const run = () => {
-            const l = fn(x, y);
-            torch.sync(); // fused: the backward and update run now, charged to this step
-            return l;
-          };
-          const l = scoped ? torch.scope(run) : run();
-          const loss = await l.item();
-          if (scoped) l.dispose();
-          return loss;
-        });
-        r.times.push(performance.now() - t0);
-        r.losses.push(v);
-      }
-    },
+const tsWorkers: ReturnType<typeof lineWorker>[] = [];
+async function tsRunner(mode: Mode, scoped = false): Promise<Runner> {
+  const r: Runner = { name: scoped ? `${mode}+scope` : mode, times: [], losses: [], run: async () => {} };
+  const record = (got: { times: number[]; losses: number[] }) => {
+    r.times.push(...got.times);
+    r.losses.push(...got.losses);
   };
+  if (ONE_PROCESS) {
+    const run = makeRunner(mode, scoped, data);
+    r.run = async (_i, k) => record(await run(k));
+    return r;
+  }
+  const w = lineWorker(process.execPath, ["--import", "tsx", `${here}runner.ts`, "--mode", mode, ...(scoped ? ["--scoped"] : []), "--batches", String(STEPS), "--threads", String(PEER_THREADS)], process.env, `the ${r.name} runner`);
+  tsWorkers.push(w);
+  const hi = await w.ask();
+  if (hi.threads !== PEER_THREADS) throw new Error(`small_step: the ${r.name} runner runs ${String(hi.threads)} threads, not ${PEER_THREADS}`);
+  r.run = async (_i, k) => record((await w.ask(`run ${k}`)) as { times: number[]; losses: number[] });
   return r;
 }
 function pyRunner(name: string, w: ReturnType<typeof pyWorker>): Runner {
@@ -139,7 +141,7 @@ function pyRunner(name: string, w: ReturnType<typeof pyWorker>): Runner {
   return r;
 }
 const pt = pyRunner("pytorch", py2), pt1 = pyRunner("pytorch-1t", py1);
-const runners = [tsRunner("strict"), tsRunner("fused"), tsRunner("compiled"), tsRunner("strict", true), tsRunner("fused", true)];
+const runners = [await tsRunner("strict"), await tsRunner("fused"), await tsRunner("compiled"), await tsRunner("strict", true), await tsRunner("fused", true)];
 const load0 = loadavg()[0]!;
 const t0 = performance.now();
 for (let done = 0, round = 0; done < STEPS; done += ROUND, round++) {
@@ -148,9 +150,8 @@ for (let done = 0, round = 0; done < STEPS; done += ROUND, round++) {
   for (let s = 0; s < round % order.length; s++) order.push(order.shift()!); // rotate
   for (const r of order) await r.run(done, k);
 }
-py2.close();
-py1.close();
-await Promise.all([py2.exit, py1.exit]);
+for (const w of [py2, py1, ...tsWorkers]) w.close();
+await Promise.all([py2.exit, py1.exit, ...tsWorkers.map((w) => w.exit)]);
 const peers = pyError ? [] : [pt, pt1];
 rmSync(dir, { recursive: true, force: true });
 const wallS = (performance.now() - t0) / 1000;
@@ -167,7 +168,7 @@ const dFirst = maxDiff(firstN), dAll = maxDiff(STEPS);
 const peak = [productPeak(), productPeak()].reduce((p, q) => (q && (!p || q.flops > p.flops) ? q : p), null);
 const lossNote = `losses across torchts modes ${same ? "identical" : "DIFFER"}` +
   (pyError ? "" : `; max abs(torchts - PyTorch) ${dFirst.toExponential(1)} over the first ${firstN} steps, ${dAll.toExponential(1)} over ${STEPS}`);
-console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${MEASURED} measured steps per runner after ${WARM} warm-up steps, ${ROUND} per turn, ${wallS.toFixed(1)} s`);
+console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${MEASURED} measured steps per runner after ${WARM} warm-up steps, ${ROUND} per turn, ${ONE_PROCESS ? "the torchts runners in one process" : "each runner in its own process"}, ${wallS.toFixed(1)} s`);
 console.log(`load average ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end (${cpus().length} cores)${Math.max(load0, loadavg()[0]!) > 1.5 ? ": other processes shared the cores; PyTorch's OpenMP threads suffer most (a preempted thread stalls the barrier)" : ""}`);
 console.log(`${pyError ? `PyTorch unavailable (${pyError})` : `PyTorch ${hello.torch} eager, ${hello.threads} threads`}; torchts ${torch.backends.cpu.getNumThreads()} threads; FMA peak ${peak ? round(peak.flops / 1e9) : "?"} GFLOP/s (${peak?.threads ?? "?"} threads, ${peak?.unit ?? "?"}); ${(flopsPerStep / 1e6).toFixed(0)} MFLOP/step (matmuls)`);
 {
@@ -198,3 +199,14 @@ console.log(`losses: strict ${runners[0]!.losses.slice(0, 4).map((l) => l.toFixe
 if (!pyError) console.log(`        pytorch ${pt.losses.slice(0, 4).map((l) => l.toFixed(6)).join(" ")} ... ${pt.losses.at(-1)!.toFixed(6)}`);
 console.log(lossNote);
 if (!same) for (const r of runners) console.log(`  ${r.name}: ${r.losses.map((l) => l.toFixed(7)).join(" ")}`);
+// how each runner's step time settles: medians of consecutive blocks of its steps (warm-up ones
+// included), so a run shows whether the measured steps were past the warm-up
+{
+  const BLOCK = 24;
+  console.log(`step ms by blocks of ${BLOCK} steps per runner (median of each; the last ${MEASURED} steps are the measured ones):`);
+  for (const r of [...runners, ...peers]) {
+    const meds: string[] = [];
+    for (let b = 0; b < r.times.length; b += BLOCK) meds.push(median(r.times.slice(b, b + BLOCK)).toFixed(1));
+    console.log(`  ${r.name.padEnd(14)} ${meds.join(" ")}`);
+  }
+}
