@@ -14,11 +14,17 @@ import { emitReduction, reductionPlan, type ReductionPlan } from "./fused_reduce
 
 const UNARY_OK = new Set(["identity", "neg", "abs", "sqrt", "rsqrt", "reciprocal", "exp", "tanh", "sigmoid", "erf", "floor", "ceil", "trunc", "round"]);
 const BINARY_OK = new Set(["add", "sub", "mul", "div", "maximum", "minimum"]);
-/** Elements per thread below which waking workers costs more than it saves (cheap ops need more). */
+/**
+ * Elements per thread below which waking workers costs more than it saves (cheap ops need more).
+ * At most 16384: the small training step's [256, 128]-[256, 512] gradients, layer norms and bias
+ * sums ran on one thread under the earlier 65536, and splitting them took ~0.13 ms off its
+ * 3.0 ms compiled step (bench/RESULTS.md, session 18). A late worker costs little: the caller
+ * claims the chunks it has not.
+ */
 function minElemsPerThread(g: FusedGraph): number {
   let cost = 0;
   for (const n of g.nodes) cost += n.prim === "unary" && VMATH_OPS.has((n as IRNode<"unary">).params.op) ? 12 : 1;
-  return Math.min(65536, Math.max(4096, Math.floor(131072 / cost)));
+  return Math.min(16384, Math.max(4096, Math.floor(131072 / cost)));
 }
 
 const COMPARE: Record<string, number> = { eq: 0x41, ne: 0x42, lt: 0x43, gt: 0x44, le: 0x45, ge: 0x46 }; // f32x4.*
