@@ -1,7 +1,7 @@
 // The dispatcher: every primitive goes through runPrim. The eager mode decides whether it
 // runs now (debug/strict) or is recorded into the pending lazy graph (fused). All modes
 // fetch executables from the one compile cache.
-import type { DevicePlugin, KernelArg } from "../device/plugin.js";
+import type { DevicePlugin, Executable, KernelArg } from "../device/plugin.js";
 import { isFloating, type DType } from "../ir/dtype.js";
 import type { IRNode, PrimName, PrimParams } from "../ir/prims.js";
 import { numel, type Shape } from "../ir/shape.js";
@@ -77,10 +77,11 @@ function snapshot(v: ViewRef): ViewRef {
 }
 
 /** Run one node (strict/debug, and the fused scheduler's unfusable nodes); its inputs exist. */
-export function execute(st: Storage, p: Pending): void {
+/** Run one pending node into its storage (`exe`: its one-node executable, when the caller has it). */
+export function execute(st: Storage, p: Pending, exe?: Executable): void {
   for (const v of p.inputs) if (!v.storage.buf) realize(v.storage);
   const dev = st.device;
-  const exe = getExecutable(dev, { nodes: [p.node] });
+  exe ??= getExecutable(dev, { nodes: [p.node] });
   const out = st.allocate();
   const args: KernelArg[] = new Array(p.inputs.length);
   for (let i = 0; i < args.length; i++) args[i] = { buf: p.inputs[i]!.storage.buf!, offset: p.inputs[i]!.offset };

@@ -20,7 +20,7 @@ interface KernelPlan {
   ext: [number, number][];
   /** Nodes written to memory (global indices), in output order. */
   outs: number[];
-  /** A single unfused node runs through the eager path. */
+  /** A single unfused node runs through the eager path (with `exe`, its one-node executable). */
   single: number;
   name: string;
 }
@@ -177,7 +177,8 @@ function buildPlan(dev: DevicePlugin, sts: Storage[], pends: Pending[], pos: Map
     // a matmul with no epilogue, like any lone node, runs the device's own kernel
     const fusedKind = G.kind !== "single" && G.members.length > 1 ? G.kind : null;
     if (!fusedKind) {
-      for (const j of G.members) kernels.push({ exe: null as unknown as Executable, ext: [], outs: [j], single: j, name: pends[j]!.node.prim });
+      // its executable is looked up once, with the plan (not by the eager path at every flush)
+      for (const j of G.members) kernels.push({ exe: getExecutable(dev, { nodes: [pends[j]!.node] }), ext: [], outs: [j], single: j, name: pends[j]!.node.prim });
       continue;
     }
     const local = new Map(G.members.map((j, k) => [j, k]));
@@ -266,7 +267,7 @@ function sameSeq(a: readonly number[]): boolean {
  * nodes it leaves pending read through stand-ins (false for a region whose leftovers are all
  * discarded at once, runtime/dispatch.ts runFusedRegion: a stand-in would only delay the frees).
  */
-export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending) => void, freeIntermediates = false, lend = true): void {
+export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending, exe: Executable) => void, freeIntermediates = false, lend = true): void {
   const { sts, pends } = collect(targets);
   if (!sts.length) return;
   stats.flushes++;
@@ -295,7 +296,7 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending)
     if (k.single >= 0) {
       const st = sts[k.single]!;
       if (st.device !== dev) throw new Error("internal: one flush spans two devices");
-      single(st, pends[k.single]!); // the eager path records its own profile event
+      single(st, pends[k.single]!, k.exe); // the eager path records its own profile event
       st.dropPending();
     } else {
       const args: KernelArg[] = k.ext.map(([j, i]) => {
