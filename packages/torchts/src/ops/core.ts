@@ -334,16 +334,18 @@ export function binary(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
   if (!rule) return out;
   // save only what the gradients that will be needed read (PyTorch's rule), so that an in-place
   // update of a value no gradient reads stays legal: y = x.mul(2); y.mul_(3)
-  const forB = <T,>(t: T): T | null => (b.requiresGrad ? t : null);
+  // (no helper closure here: a named arrow made per call is one more allocation per op, and
+  // esbuild's keepNames, which tsx applies, adds a defineProperty call to each)
+  const bg = b.requiresGrad;
   const saved =
     op === "add" || op === "sub"
       ? [null, null, null]
       : op === "mul"
-        ? [forB(a), a.requiresGrad ? b : null, null]
+        ? [bg ? a : null, a.requiresGrad ? b : null, null]
         : op === "div"
-          ? [forB(a), b, null]
+          ? [bg ? a : null, b, null]
           : op === "pow"
-            ? [a, b, forB(out)]
+            ? [a, b, bg ? out : null]
             : [a, b, null];
   return attach(out, `${cap(op)}Backward0`, [a, b], saved, ([g], [as, bs, ys]) => {
     const [ga, gb] = rule(g!, as!, bs!, ys!);

@@ -110,6 +110,8 @@ export class Storage {
   internal = false;
   /** The flush that last pruned `readers` (runtime/scheduler.ts standIns): one pruning per flush. */
   pruneEpoch = 0;
+  /** The last torch.sync whose pending nodes read this storage (runtime/dispatch.ts flushAll). */
+  readMark = 0;
   /** readers.length after the last pruning of dead/finished readers. */
   private pruned = 0;
   /** Bumped by every in-place write; autograd compares it with the version it saved. */
