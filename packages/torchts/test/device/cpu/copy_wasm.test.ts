@@ -17,22 +17,24 @@ function lcg(seed: number) {
   return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 4294967296) * 2 - 1;
 }
 
-/** The value at index ix of the cat of `parts` (each a getter over its shape) along dim. */
+/** The cat of `parts` (each a getter over its shape) along dim: each part's elements written at their output offsets. */
 function catRef(parts: { shape: number[]; at: (ix: number[]) => number }[], dim: number, outShape: number[]): Float32Array {
-  const out: number[] = [];
-  const walk = (ix: number[]): void => {
-    if (ix.length === outShape.length) {
-      let k = ix[dim]!;
-      for (const p of parts) {
-        if (k < p.shape[dim]!) return void out.push(p.at(ix.map((v, d) => (d === dim ? k : v))));
-        k -= p.shape[dim]!;
+  const out = new Float32Array(outShape.reduce((a, b) => a * b, 1));
+  const os = outShape.map((_, d) => outShape.slice(d + 1).reduce((a, b) => a * b, 1));
+  let start = 0;
+  for (const p of parts) {
+    const n = p.shape.reduce((a, b) => a * b, 1);
+    for (let flat = 0; flat < n; flat++) {
+      const ix = new Array<number>(p.shape.length);
+      for (let d = p.shape.length - 1, r = flat; d >= 0; d--) {
+        ix[d] = r % p.shape[d]!;
+        r = Math.floor(r / p.shape[d]!);
       }
-      return;
+      out[ix.reduce((o, v, d) => o + (d === dim ? v + start : v) * os[d]!, 0)] = p.at(ix);
     }
-    for (let i = 0; i < outShape[ix.length]!; i++) walk([...ix, i]);
-  };
-  walk([]);
-  return Float32Array.from(out);
+    start += p.shape[dim]!;
+  }
+  return out;
 }
 
 function run<T>(mode: (typeof MODES)[number], f: (...a: torch.Tensor[]) => T, ...args: torch.Tensor[]): T {
