@@ -1,6 +1,7 @@
 // The native AVX2 weight-only int8 product of linearInt8's few-row (decode) calls
 // (src/device/cpu/native/qgemv.ts, native/qgemv_avx2.c): with the AVX2 GEMM selected, calls of 2-16
-// rows take it (one row stays on wasm) and match a float64 reference and the wasm kernel
+// rows take it (one row stays on wasm) and match a float64 reference and the wasm kernel; the
+// AVX-512 GEMM's choice takes it too
 // (per-channel and grouped scales, groups with a tail, K not a multiple of 8, passes of 4 rows and
 // the rest, bias, a NaN, strided and 3-d input); the outputs do not depend on the thread count;
 // other GEMM choices keep the wasm kernel; strict, fused and compiled agree; and the bridge refuses
@@ -27,7 +28,7 @@ const addon = ((): Addon | null => {
 const avx2 = process.env.TORCHTS_CPU_BACKEND !== "js" && !!addon?.kernels().split(",").includes("avx2");
 
 /** linearInt8 under GEMM choice `blas`, and how many native calls it made. */
-async function run(blas: "avx2" | "off" | "openblas", x: Tensor, q: Tensor, s: Tensor, b: Tensor | null): Promise<[Float32Array, number]> {
+async function run(blas: "avx2" | "avx512" | "off" | "openblas", x: Tensor, q: Tensor, s: Tensor, b: Tensor | null): Promise<[Float32Array, number]> {
   setCpuBlas(blas);
   try {
     const c0 = nativeQ8GemvStats.calls;
@@ -106,11 +107,17 @@ test("native int8 decode: a NaN, a strided input, 3-d rows; the same sums at 1 a
   }
 });
 
-test("native int8 decode: only with the AVX2 GEMM, and strict, fused and compiled agree", { skip: !avx2 }, async () => {
+test("native int8 decode: only with torchts' AVX2 or AVX-512 GEMM, and strict, fused and compiled agree", { skip: !avx2 }, async () => {
   torch.manualSeed(23);
   const { q, scale } = await quantizeWeight(torch.randn(24, 64), 8);
   const x = torch.randn(2, 64);
   for (const m of ["off", "openblas"] as const) assert.equal((await run(m, x, q, scale, null))[1], 0, `blas ${m}`);
+  // the AVX-512 GEMM's machines have AVX2: their int8 decode takes the AVX2 kernel too, with the same values
+  if (addon!.kernels().split(",").includes("avx512")) {
+    const [viaAvx512, calls] = await run("avx512", x, q, scale, null);
+    assert.equal(calls, 1, "blas avx512 takes the native kernel");
+    assert.deepEqual(viaAvx512, (await run("avx2", x, q, scale, null))[0]);
+  }
   const b = torch.randn(24);
   const f = (t: Tensor) => linearInt8(t.mul(2), q, scale, b).relu();
   setCpuBlas("avx2");

@@ -1,9 +1,11 @@
 // The AVX2 weight-only int8 product of the native bridge (native/qgemv_avx2.c), run by the
-// linearInt8 composite's calls of 2-16 rows (batched decode, short prompts) when the bridge's AVX2
-// GEMM runs float32 products (TORCHTS_CPU_BLAS=auto or avx2 on a CPU with AVX2 and FMA but no
-// AVX-512). Why: the wasm kernels (wasm/qgemv.ts) stream the weight once per 2 rows; this one once
-// per 4, and ran 2-8 rows 1.2-1.7x faster on an AVX2 EPYC (bench/transformers/int8_gemv.ts). One
-// row stays on wasm (10-30% faster there), and AVX-512 machines keep wasm (not measured there).
+// linearInt8 composite's calls of 2-16 rows (batched decode, short prompts) when the bridge's own
+// GEMM (AVX2 or AVX-512: those CPUs have AVX2 too) runs float32 products (TORCHTS_CPU_BLAS=auto,
+// avx2 or avx512). Why: the wasm kernels (wasm/qgemv.ts) stream the weight once per 2 rows; this
+// one once per 4, and ran 2-8 rows 1.2-1.7x faster on an AVX2 EPYC and 1.8-2.8x on an AVX-512
+// Zen 5 (bench/transformers/int8_gemv.ts; the bench Llama's int8 decode at batch 8 went from 236
+// to 380 tok/s there, bench/RESULTS.md session 18). One row stays on wasm (10-30% faster on the
+// AVX2 EPYC, even on the Zen 5).
 import { blasBridge, bridgePoolFn } from "./blas.js";
 import type { WasmRuntime } from "../wasm/runtime.js";
 
@@ -16,5 +18,5 @@ export const nativeQ8GemvStats = { calls: 0 };
 /** The pool function running q8Gemv on rt's memory, or null where it does not run. */
 export function nativeQ8GemvFn(rt: WasmRuntime): number | null {
   const blas = blasBridge();
-  return blas?.kernel === "avx2" ? bridgePoolFn(rt, blas.bridge, "q8Gemv") : null;
+  return blas?.kernel === "avx2" || blas?.kernel === "avx512" ? bridgePoolFn(rt, blas.bridge, "q8Gemv") : null;
 }
