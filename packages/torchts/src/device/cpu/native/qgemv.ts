@@ -5,7 +5,7 @@
 // one once per 4, and ran 2-8 rows 1.2-1.7x faster on an AVX2 EPYC and 1.8-2.8x on an AVX-512
 // Zen 5 (bench/transformers/int8_gemv.ts; the bench Llama's int8 decode at batch 8 went from 236
 // to 380 tok/s there, bench/RESULTS.md session 18). One row stays on wasm (10-30% faster on the
-// AVX2 EPYC, even on the Zen 5).
+// AVX2 EPYC, within 5% either way on the Zen 5).
 import { blasBridge, bridgePoolFn } from "./blas.js";
 import type { WasmRuntime } from "../wasm/runtime.js";
 
