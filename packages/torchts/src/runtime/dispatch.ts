@@ -76,8 +76,10 @@ function snapshot(v: ViewRef): ViewRef {
   return { storage: v.storage, shape: v.shape, strides: v.strides, offset: v.offset, dtype: v.dtype };
 }
 
-/** Run one node (strict/debug, and the fused scheduler's unfusable nodes); its inputs exist. */
-/** Run one pending node into its storage (`exe`: its one-node executable, when the caller has it). */
+/**
+ * Run one node into its storage (strict/debug, and the fused scheduler's unfusable nodes); its
+ * inputs exist. `exe`: its one-node executable, when the caller has it (a flush plan keeps them).
+ */
 export function execute(st: Storage, p: Pending, exe?: Executable): void {
   for (const v of p.inputs) if (!v.storage.buf) realize(v.storage);
   const dev = st.device;
@@ -228,6 +230,9 @@ function hostReadError(): TorchError {
   )) as TorchError;
 }
 
+/** The number of the last torch.sync (flushAll marks the storages its pending nodes read with it). */
+let syncMark = 0;
+
 /**
  * torch.sync(): run everything pending (fused mode). Values only used inside a fused kernel stay
  * unmaterialized; values materialized only for later kernels are freed after their last use.
@@ -235,7 +240,6 @@ function hostReadError(): TorchError {
  * backward, scalars such as the loss, state written in place). (A read, realize(), frees
  * nothing: what it leaves behind is usually needed by the next flush.)
  */
-let syncMark = 0;
 export function flushAll(keep: readonly Storage[] = [], freeIntermediates = true): void {
   if (traceState.fn !== null && pendingSet.size) throw hostReadError();
   const live: Storage[] = [];

@@ -331,13 +331,15 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending,
 
 const ORPHAN_COLLECT_BYTES = 64 * 1024 * 1024;
 
+/** The number of the last flush's pruning pass (standIns): a storage is pruned once per flush. */
+let pruneEpoch = 0;
+
 /**
  * After a flush: the nodes it left pending (values recomputable if read later) read the
  * materialized storages they need through stand-ins, and the storages the flush touched forget
  * the readers that no longer read them (those it ran, those now pointed at a stand-in). See
  * Storage.lentView for why.
  */
-let pruneEpoch = 0;
 function standIns(sts: Storage[], pends: Pending[], pos: Map<Storage, number>, lend: boolean): void {
   const epoch = ++pruneEpoch;
   const ext: Storage[] = [];
