@@ -63,40 +63,43 @@ test("modes: fused mode flushes on item, tolist, printing and torch.sync", async
     // kernels run so far (the profiler records each one; a flush whose plan is reused looks no
     // executable up in the compile cache, so the cache's counters would not show it)
     const prof = torch.profiler.profile();
-    const ran = () => prof.events.length;
-    const make = () =>
-      torch
-        .ones(3)
-        .mul(4)
-        .add(torch.tensor(-1, { dtype: "float32" }));
-    make(); // warm the cache so every flush below shows up as hits
+    try {
+      const ran = () => prof.events.length;
+      const make = () =>
+        torch
+          .ones(3)
+          .mul(4)
+          .add(torch.tensor(-1, { dtype: "float32" }));
+      make(); // the first flush of this graph builds its kernels: the ones below only run them
 
-    let n = ran();
-    const a = make();
-    assert.equal(ran(), n);
-    assert.equal(await a.sum().item(), 9);
-    assert.ok(ran() > n, "item flushed");
+      let n = ran();
+      const a = make();
+      assert.equal(ran(), n);
+      assert.equal(await a.sum().item(), 9);
+      assert.ok(ran() > n, "item flushed");
 
-    n = ran();
-    const b = make();
-    assert.equal(ran(), n);
-    assert.deepEqual(await b.tolist(), [3, 3, 3]);
-    assert.ok(ran() > n, "tolist flushed");
+      n = ran();
+      const b = make();
+      assert.equal(ran(), n);
+      assert.deepEqual(await b.tolist(), [3, 3, 3]);
+      assert.ok(ran() > n, "tolist flushed");
 
-    n = ran();
-    const c = make();
-    assert.equal(String(c), "tensor([3., 3., 3.])");
-    assert.ok(ran() > n, "printing flushed");
+      n = ran();
+      const c = make();
+      assert.equal(String(c), "tensor([3., 3., 3.])");
+      assert.ok(ran() > n, "printing flushed");
 
-    n = ran();
-    const d = make();
-    assert.equal(ran(), n);
-    torch.sync();
-    const afterSync = ran();
-    assert.ok(afterSync > n, "sync flushed");
-    assert.deepEqual(await d.tolist(), [3, 3, 3]);
-    assert.equal(ran(), afterSync, "nothing left to run after sync");
-    prof.stop();
+      n = ran();
+      const d = make();
+      assert.equal(ran(), n);
+      torch.sync();
+      const afterSync = ran();
+      assert.ok(afterSync > n, "sync flushed");
+      assert.deepEqual(await d.tolist(), [3, 3, 3]);
+      assert.equal(ran(), afterSync, "nothing left to run after sync");
+    } finally {
+      prof.stop(); // a failed assertion must not leave the profiler recording for later tests
+    }
   });
 });
 
