@@ -10,6 +10,9 @@ import { WASM_MIN_ELEMS } from "./wasm/ops.js";
 import { wasmSingle, wasmSingleReduce } from "./wasm/fused_wasm.js";
 import { VMATH_OPS } from "./wasm/vmath.js";
 
+/** Batched float32 matmuls run as one taller product over a shared B (tests check which path ran). */
+export const matmulFoldStats = { calls: 0 };
+
 /** A view of the same kind over the whole of `a`'s buffer (cached per buffer and kind). */
 const whole = new WeakMap<ArrayBufferLike, Map<unknown, ArrayBufferView>>();
 function wholeView<T extends Float32Array>(a: T): T {
@@ -392,14 +395,23 @@ const builders: { [P in PrimName]: Builder<P> } = {
     if (f32 && M * N * K >= WASM_MATMUL_MIN_MACS && wasmRuntime()) {
       // A batch of A's over one shared B whose rows follow each other at the row stride
       // ([B, T, C] @ [C, N]) is one taller product: better tiles and one pool job, same sums.
+      // Batch dims of size 1 may have any stride; a one-row A (a decode step's per-head query
+      // times a rotary matrix) has its rows at the innermost batch stride.
       const nb = batch.reduce((x, y) => x * y, 1);
-      let rowStride = sam * M;
-      let fold = nb > 1 && bbs.every((s) => s === 0);
+      let inner = batch.length - 1;
+      while (inner >= 0 && batch[inner]! === 1) inner--;
+      const rs = M === 1 && inner >= 0 ? abs[inner]! : sam;
+      let rowStride = rs * M;
+      let fold = nb > 1 && bbs.every((s, d) => s === 0 || batch[d] === 1);
       for (let d = batch.length - 1; fold && d >= 0; d--) {
         if (batch[d]! > 1 && abs[d] !== rowStride) fold = false;
         rowStride *= batch[d]!;
       }
-      if (fold) return (O, ins, offs) => void matmulF32(M * nb, K, N, ins[0]!, offs[0]!, sam, sak, ins[1]!, offs[1]!, sbk, sbn, O, 0);
+      if (fold)
+        return (O, ins, offs) => {
+          matmulFoldStats.calls++;
+          matmulF32(M * nb, K, N, ins[0]!, offs[0]!, rs, sak, ins[1]!, offs[1]!, sbk, sbn, O, 0);
+        };
       const one = batched((O, ins, _offs, ao, bo, p) => matmulF32(M, K, N, ins[0]!, ao, sam, sak, ins[1]!, bo, sbk, sbn, O, p));
       if (nb < 2) return one;
       // small products (attention's per-head matmuls): one pool job over the batch when it applies

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import * as torch from "../../../src/index.js";
 import { arenaF32, cpuInfo, matmulF32, setNumThreads, unaryF32 } from "../../../src/device/cpu/wasm/index.js";
 import { setCpuBlas } from "../../../src/device/cpu/native/blas.js";
+import { matmulFoldStats } from "../../../src/device/cpu/kernels.js";
 
 // These check the wasm GEMM itself (its sums do not depend on threads or on how a batch is cut);
 // OpenBLAS, which has neither property, is checked in blas.test.ts.
@@ -105,6 +106,32 @@ test("torch.matmul folds a batch over one shared matrix into one product with th
     const oneT = await torch.matmul(torch.select(aT, 0, i), w).data();
     assert.deepEqual(yT.slice(i * 37 * 30, (i + 1) * 37 * 30), oneT);
   }
+});
+
+test("torch.matmul folds one-row heads over a broadcast matrix (a decode step's rotary product)", { skip: !on }, async () => {
+  torch.manualSeed(5);
+  // q [1, 12, 1, 64] as the heads of a [1, 1, 12, 64] projection (batch dims of size 1 keep
+  // their strides), times a rotary matrix [1, 1, 64, 64] broadcast over the heads
+  const q = torch.randn([1, 1, 12, 64]).transpose(1, 2), rot = torch.randn([1, 1, 64, 64]);
+  const c0 = matmulFoldStats.calls;
+  const y = await torch.matmul(q, rot).data();
+  assert.equal(matmulFoldStats.calls - c0, 1, "one folded product");
+  for (let h = 0; h < 12; h++) {
+    const one = await torch.matmul(q.select(1, h).reshape([1, 64]), rot.reshape([64, 64])).data();
+    assert.deepEqual(y.slice(h * 64, (h + 1) * 64), one, `head ${h}`);
+  }
+  // every other head of 24: rows 128 floats apart, folded at that row stride
+  const q2 = torch.randn([1, 24, 1, 64]).view([1, 12, 2, 64]).narrow(2, 0, 1);
+  const c1 = matmulFoldStats.calls;
+  const y2 = await torch.matmul(q2, rot).data();
+  assert.equal(matmulFoldStats.calls - c1, 1, "strided heads fold");
+  assert.deepEqual(y2, await torch.matmul(q2.contiguous(), rot).data());
+  // batch dims whose strides do not line up ([2, 3] heads from a [3, 2] layout): one product per head
+  const q3 = torch.randn([3, 2, 1, 64]).transpose(0, 1);
+  const c2 = matmulFoldStats.calls;
+  const y3 = await torch.matmul(q3, rot.view([1, 64, 64])).data();
+  assert.equal(matmulFoldStats.calls, c2, "not folded");
+  assert.deepEqual(y3, await torch.matmul(q3.contiguous(), rot.view([1, 64, 64])).data());
 });
 
 test("arena GEMM into the same block as its operands (C after A and B in one buffer)", { skip: !on }, () => {
