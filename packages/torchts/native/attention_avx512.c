@@ -13,6 +13,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include "avx512_tiles.h"
+#include "avx512_exp.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -33,23 +34,6 @@ static pthread_key_t a_key;
 static pthread_once_t a_once = PTHREAD_ONCE_INIT;
 static void a_free(void* p) { free(p); }
 static void a_key_init(void) { pthread_key_create(&a_key, a_free); }
-
-// e^x for x <= 0 (or -inf; NaN stays NaN): 2^n * 2^f with |f| <= 1/2, f's power series to degree 6
-// (relative error ~1e-7); x below -104 gives exactly 0
-A_TARGET static inline __m512 a_exp(__m512 x) {
-  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x); // maxps returns its second operand for a NaN: NaN stays NaN
-  const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
-  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(t, n);
-  __m512 p = _mm512_set1_ps(1.5403530393381608e-4f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
 
 static inline __mmask16 a_mask(int w) { return w >= 16 ? 0xffff : w <= 0 ? 0 : (__mmask16)((1u << w) - 1); }
 
@@ -128,10 +112,10 @@ A_TARGET static void a_unit(const tts_attn_t* a, const float* q, const float* k,
       const __m512 mn = _mm512_max_ps(m[hlf], bm[hlf]);
       // a row with nothing visible yet subtracts 0 (exp(-inf) = 0), not -inf (NaN)
       const __m512 mu = _mm512_mask_mov_ps(mn, _mm512_cmp_ps_mask(mn, ninf, _CMP_EQ_OQ), _mm512_setzero_ps());
-      const __m512 al = a_exp(_mm512_sub_ps(m[hlf], mu));
+      const __m512 al = x_exp(_mm512_sub_ps(m[hlf], mu));
       __m512 sum = _mm512_setzero_ps();
       for (int r = 0; r < nk; r++) {
-        const __m512 p = a_exp(_mm512_sub_ps(_mm512_load_ps(s + r * A_QT + 16 * hlf), mu));
+        const __m512 p = x_exp(_mm512_sub_ps(_mm512_load_ps(s + r * A_QT + 16 * hlf), mu));
         _mm512_store_ps(s + r * A_QT + 16 * hlf, p);
         sum = _mm512_add_ps(sum, p);
       }

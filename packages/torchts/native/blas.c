@@ -6,6 +6,7 @@
 // arrays): the product reads and writes them in place, single-threaded on the calling thread
 // (torchts' pool threads each call it on their own shares; OpenBLAS' own threads are set to 1).
 #include "attention_avx512.h"
+#include "attention_decode_avx512.h"
 #include "gemm_avx2.h"
 #include "gemm_avx512.h"
 #include "im2col.h"
@@ -295,6 +296,61 @@ bad:
   return NULL;
 }
 
+// attnDecode(mem, lo, hi, pb): units [lo, hi) of the short-query attention whose parameter block
+// (int32 words at byte pb of mem, laid out as AD_* below; offsets and strides in floats) is in the
+// memory (attention_decode_avx512.c). Every field and extent is checked against the memory first.
+enum { AD_Q, AD_K, AD_V, AD_K2, AD_V2, AD_OUT, AD_B, AD_HK, AD_NREP, AD_L, AD_S, AD_SPLIT, AD_E, AD_EV, AD_QSB, AD_QSH,
+       AD_QSL, AD_KSB, AD_KSH, AD_KSS, AD_VSB, AD_VSH, AD_VSS, AD_KSB2, AD_KSH2, AD_KSS2, AD_VSB2, AD_VSH2, AD_VSS2,
+       AD_OUTROW, AD_CAUSAL, AD_HASMASK, AD_MASK, AD_MSB, AD_MSH, AD_MSL, AD_SCALE, AD_WORDS };
+
+static napi_value js_attn_dec(napi_env env, napi_callback_info info) {
+  float* mem;
+  size_t n;
+  int64_t lo, hi, pb;
+  if (!pool_args(env, info, "attnDecode", &mem, &n, &lo, &hi, &pb)) return NULL;
+  if (!avx512) {
+    napi_throw_range_error(env, NULL, "attnDecode: this CPU has no AVX-512 kernel");
+    return NULL;
+  }
+  const int64_t words = (int64_t)n;
+  if (pb < 0 || pb % 4 || pb / 4 + AD_WORDS > words) goto bad;
+  const int32_t* p = (const int32_t*)mem + pb / 4;
+  for (int i = 0; i < AD_SCALE; i++)
+    if (p[i] < 0) goto bad;
+  const int64_t B = p[AD_B], Hk = p[AD_HK], nrep = p[AD_NREP], L = p[AD_L], S = p[AD_S], split = p[AD_SPLIT],
+                E = p[AD_E], Ev = p[AD_EV], Hq = Hk * nrep;
+  if (B < 1 || Hk < 1 || nrep < 1 || L < 1 || S < 1 || split > S || E < 1 || Ev < 1 || E > TTS_ATTN_DEC_MAX_DIM ||
+      Ev > TTS_ATTN_DEC_MAX_DIM || nrep * L > TTS_ATTN_DEC_MAX_ROWS || p[AD_CAUSAL] > 1 || p[AD_HASMASK] > 1 ||
+      p[AD_OUTROW] < Ev || B * Hk >= (1LL << 31))
+    goto bad;
+  // the keys and values of each segment that has any
+  if (p[AD_Q] + (B - 1) * p[AD_QSB] + (Hq - 1) * p[AD_QSH] + (L - 1) * p[AD_QSL] + E > words ||
+      (split > 0 && (p[AD_K] + (B - 1) * p[AD_KSB] + (Hk - 1) * p[AD_KSH] + (split - 1) * p[AD_KSS] + E > words ||
+                     p[AD_V] + (B - 1) * p[AD_VSB] + (Hk - 1) * p[AD_VSH] + (split - 1) * p[AD_VSS] + Ev > words)) ||
+      (split < S &&
+       (p[AD_K2] + (B - 1) * p[AD_KSB2] + (Hk - 1) * p[AD_KSH2] + (S - split - 1) * p[AD_KSS2] + E > words ||
+        p[AD_V2] + (B - 1) * p[AD_VSB2] + (Hk - 1) * p[AD_VSH2] + (S - split - 1) * p[AD_VSS2] + Ev > words)) ||
+      p[AD_OUT] + (B * Hq * L - 1) * p[AD_OUTROW] + Ev > words ||
+      (p[AD_HASMASK] && p[AD_MASK] + (B - 1) * p[AD_MSB] + (Hq - 1) * p[AD_MSH] + (L - 1) * p[AD_MSL] + S > words))
+    goto bad;
+  float scale;
+  memcpy(&scale, p + AD_SCALE, sizeof scale);
+  tts_attn_dec_t at = {mem + p[AD_Q], mem + p[AD_K], mem + p[AD_V], mem + p[AD_K2], mem + p[AD_V2],
+                       p[AD_HASMASK] ? mem + p[AD_MASK] : NULL, mem + p[AD_OUT], (int)B, (int)Hk, (int)nrep, (int)L,
+                       (int)S, (int)split, (int)E, (int)Ev, p[AD_CAUSAL], p[AD_QSB], p[AD_QSH], p[AD_QSL], p[AD_KSB],
+                       p[AD_KSH], p[AD_KSS], p[AD_VSB], p[AD_VSH], p[AD_VSS], p[AD_KSB2], p[AD_KSH2], p[AD_KSS2],
+                       p[AD_VSB2], p[AD_VSH2], p[AD_VSS2], p[AD_OUTROW], p[AD_MSB], p[AD_MSH], p[AD_MSL], scale};
+  if (lo < 0 || lo >= hi || hi > tts_attn_dec_units(&at)) goto bad;
+  if (!tts_attn_dec_avx512(&at, (int)lo, (int)hi)) {
+    napi_throw_error(env, NULL, "attnDecode: no scratch memory for the kernel");
+    return NULL;
+  }
+  return NULL;
+bad:
+  napi_throw_range_error(env, NULL, "attnDecode: parameter block or units out of range");
+  return NULL;
+}
+
 // The int8 prefill of linearW8A8 (w8a8_avx512.c). Parameter blocks are int32 words at byte pb of
 // mem; offsets are bytes (float32 arrays 4-aligned), row strides as named. Everything is checked
 // against the memory before a byte is read or written.
@@ -525,6 +581,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"q8Gemv", NULL, js_q8_gemv, NULL, NULL, NULL, napi_default, NULL},
       {"vnni", NULL, js_vnni, NULL, NULL, NULL, napi_default, NULL},
       {"attnFwd", NULL, js_attn, NULL, NULL, NULL, napi_default, NULL},
+      {"attnDecode", NULL, js_attn_dec, NULL, NULL, NULL, napi_default, NULL},
       {"fmaProbe", NULL, js_fma_probe, NULL, NULL, NULL, napi_default, NULL},
       {"kernels", NULL, js_kernels, NULL, NULL, NULL, napi_default, NULL},
       {"error", NULL, js_error, NULL, NULL, NULL, napi_default, NULL},

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Builds the optional native bridge (native/blas.c with torchts' AVX-512 GEMM, attention and int8
+// Builds the optional native bridge (native/blas.c with torchts' AVX-512 GEMM, attention (long and decode queries) and int8
 // GEMM, native/*_avx512.c, and its AVX2 GEMM and int8 GEMV, native/gemm_avx2.c, qgemv_avx2.c -> build/native/torchts_blas.node) with
 // the system C compiler against the headers of the running Node. Runs at install; a machine
 // without a compiler or headers just keeps the wasm GEMM (the reason is printed, the install
@@ -28,7 +28,7 @@ const tmp = `${out}.${process.pid}.tmp`;
 try {
   execFileSync(
     cc,
-    ["-O2", "-ffp-contract=off", "-shared", "-fPIC", "-DNODE_GYP_MODULE_NAME=torchts_blas", `-I${headers}`, join(root, "native", "blas.c"), join(root, "native", "gemm_avx512.c"), join(root, "native", "gemm_avx2.c"), join(root, "native", "qgemv_avx2.c"), join(root, "native", "attention_avx512.c"), join(root, "native", "w8a8_avx512.c"), join(root, "native", "im2col.c"), "-o", tmp, "-ldl", "-lm", "-lpthread"],
+    ["-O2", "-ffp-contract=off", "-shared", "-fPIC", "-DNODE_GYP_MODULE_NAME=torchts_blas", `-I${headers}`, join(root, "native", "blas.c"), join(root, "native", "gemm_avx512.c"), join(root, "native", "gemm_avx2.c"), join(root, "native", "qgemv_avx2.c"), join(root, "native", "attention_avx512.c"), join(root, "native", "attention_decode_avx512.c"), join(root, "native", "w8a8_avx512.c"), join(root, "native", "im2col.c"), "-o", tmp, "-ldl", "-lm", "-lpthread"],
     { stdio: ["ignore", "inherit", "inherit"] },
   );
 } catch (e) {

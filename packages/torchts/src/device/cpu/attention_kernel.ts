@@ -7,12 +7,18 @@
 // one projection) are first copied densely into arena scratch (reused blocks). Without wasm a plain JS
 // loop computes the same thing. With attrs.probs the output is the probability matrix
 // [B, Hq, L, S] instead (what the op's backward would otherwise recompute with matmul + softmax).
+// Where the native bridge's AVX-512 GEMM is in use, long queries go to its attention kernel and
+// short ones (decode: at most 16 query rows per kv head, KV-cache segments read in place) to its
+// decode kernel; the wasm kernel keeps the rest (probabilities, paged caches, other CPUs).
 import type { IRNode } from "../../ir/prims.js";
 import type { Arr, Kernel } from "./codegen.js";
 import { AP, ATTN_PARAM_BYTES, CP, attnSlotBytes } from "./wasm/attention.js";
 import { inArena } from "./wasm/ops.js";
 import { wasmRuntime, type WasmRuntime } from "./wasm/runtime.js";
-import { NATIVE_ATTN as NA, NATIVE_ATTN_MAX_DIM, NATIVE_ATTN_MIN_L, NATIVE_ATTN_ROWS, nativeAttentionFn, nativeAttnStats } from "./native/attention.js";
+import {
+  NATIVE_ATTN as NA, NATIVE_ATTN_DEC as ND, NATIVE_ATTN_DEC_MAX_DIM, NATIVE_ATTN_DEC_MAX_ROWS, NATIVE_ATTN_MAX_DIM, NATIVE_ATTN_MIN_L,
+  NATIVE_ATTN_ROWS, nativeAttentionDecodeFn, nativeAttentionFn, nativeAttnDecStats, nativeAttnStats,
+} from "./native/attention.js";
 
 const QB_MAX = 16; // query rows per tile (even)
 const BC = 64; // keys per block (multiple of 4)
@@ -124,13 +130,17 @@ export function attentionKernel(n: IRNode<"composite">): Kernel {
     const direct = inArena(rt, O) && Wp === W;
     const outPtr = direct ? (O as Float32Array).byteOffset : rt.arena.alloc(B * Hq * L * Wp * 4);
     const nat = !probs && !k2 && L >= NATIVE_ATTN_MIN_L && Ep <= NATIVE_ATTN_MAX_DIM && Evp <= NATIVE_ATTN_MAX_DIM ? nativeAttentionFn(rt) : null;
-    if (nat !== null) {
+    // short queries (decode: the few query rows of each kv head), the KV cache's two segments in place
+    const dec = nat === null && !probs && R <= NATIVE_ATTN_DEC_MAX_ROWS && Ep <= NATIVE_ATTN_DEC_MAX_DIM && Evp <= NATIVE_ATTN_DEC_MAX_DIM ? nativeAttentionDecodeFn(rt) : null;
+    if (nat !== null || dec !== null) {
       try {
-        nativeAttention(rt, nat, q, k, v, m, outPtr, Wp, { B, Hk, nrep, L, S, Ep, Evp, causal, scale });
+        const d = { B, Hk, nrep, L, S, Ep, Evp, causal, scale };
+        if (nat !== null) nativeAttention(rt, nat, q, k, v, m, outPtr, Wp, d);
+        else nativeDecode(rt, dec!, q, k, v, m, k2 ?? k, v2 ?? v, split, outPtr, Wp, d);
         if (!direct) copyOut(rt, O, outPtr, B * Hq * L, W, Wp);
       } finally {
         if (!direct) rt.arena.release(outPtr);
-        for (const o of [q, k, v, m]) if (o?.scratch) rt.arena.release(o.ptr);
+        for (const o of [q, k, v, m, k2, v2]) if (o?.scratch) rt.arena.release(o.ptr);
       }
       return;
     }
@@ -191,6 +201,29 @@ function nativeAttention(
     const flopsPerUnit = 2 * NATIVE_ATTN_ROWS * d.S * (d.Ep + d.Evp);
     nativeAttnStats.calls++;
     rt.pool.run(fn, units, [pb], 1, Math.max(1, Math.ceil(MIN_FLOPS_PER_THREAD / flopsPerUnit)));
+  } finally {
+    rt.arena.release(pb);
+  }
+}
+
+/** One call of the native AVX-512 decode kernel: a unit per (batch, kv head), keys [0, split) from k, v and the rest from k2, v2. */
+function nativeDecode(
+  rt: WasmRuntime, fn: number, q: Operand, k: Operand, v: Operand, m: Operand | null, k2: Operand, v2: Operand, split: number, outPtr: number, Wp: number,
+  d: { B: number; Hk: number; nrep: number; L: number; S: number; Ep: number; Evp: number; causal: boolean; scale: number },
+): void {
+  const pb = rt.arena.alloc(ND.words * 4);
+  try {
+    const P = rt.view(Int32Array, pb, ND.words);
+    P.set([
+      q.ptr / 4, k.ptr / 4, v.ptr / 4, k2.ptr / 4, v2.ptr / 4, outPtr / 4, d.B, d.Hk, d.nrep, d.L, d.S, split, d.Ep, d.Evp,
+      q.st[0] / 4, q.st[1] / 4, q.st[2] / 4, k.st[0] / 4, k.st[1] / 4, k.st[2] / 4, v.st[0] / 4, v.st[1] / 4, v.st[2] / 4,
+      k2.st[0] / 4, k2.st[1] / 4, k2.st[2] / 4, v2.st[0] / 4, v2.st[1] / 4, v2.st[2] / 4,
+      Wp, d.causal ? 1 : 0, m ? 1 : 0, m ? m.ptr / 4 : 0, m ? m.st[0] / 4 : 0, m ? m.st[1] / 4 : 0, m ? m.st[2] / 4 : 0,
+    ]);
+    rt.view(Float32Array, pb + ND.scale * 4, 1)[0] = d.scale;
+    const flopsPerUnit = 2 * d.nrep * d.L * d.S * (d.Ep + d.Evp);
+    nativeAttnDecStats.calls++;
+    rt.pool.run(fn, d.B * d.Hk, [pb], 1, Math.max(1, Math.ceil(MIN_FLOPS_PER_THREAD / flopsPerUnit)));
   } finally {
     rt.arena.release(pb);
   }

@@ -1,8 +1,9 @@
 // The AVX-512 attention forward of the native bridge (native/attention_avx512.c), run by the
 // `attention` composite's cpu kernel for long-query calls (prefill, training forward) when the
 // bridge's AVX-512 kernel runs float32 products (TORCHTS_CPU_BLAS=auto or avx512 on such a CPU).
-// Probability-output (backward), two-segment and paged calls, decode-length queries and every
-// call elsewhere stay on the wasm flash kernel.
+// Its decode kernel (native/attention_decode_avx512.c) takes the short-query calls: at most 16
+// query rows per kv head (nrep * L), one or two key segments (a KV cache read in place).
+// Probability-output (backward) and paged calls, and every call elsewhere, stay on the wasm flash kernel.
 import { blasBridge, bridgePoolFn } from "./blas.js";
 import type { WasmRuntime } from "../wasm/runtime.js";
 
@@ -25,4 +26,23 @@ export const nativeAttnStats = { calls: 0 };
 export function nativeAttentionFn(rt: WasmRuntime): number | null {
   const blas = blasBridge();
   return blas?.kernel === "avx512" ? bridgePoolFn(rt, blas.bridge, "attnFwd") : null;
+}
+
+/** Int32 words of attnDecode's parameter block (offsets and strides in floats; scale is a float32). */
+export const NATIVE_ATTN_DEC = {
+  q: 0, k: 1, v: 2, k2: 3, v2: 4, out: 5, B: 6, Hk: 7, nrep: 8, L: 9, S: 10, split: 11, E: 12, Ev: 13, qsb: 14, qsh: 15,
+  qsl: 16, ksb: 17, ksh: 18, kss: 19, vsb: 20, vsh: 21, vss: 22, ksb2: 23, ksh2: 24, kss2: 25, vsb2: 26, vsh2: 27, vss2: 28,
+  outRow: 29, causal: 30, hasMask: 31, mask: 32, msb: 33, msh: 34, msl: 35, scale: 36, words: 37,
+} as const;
+/** Most query rows per kv head (nrep * L) the decode kernel holds, and its largest head dim. */
+export const NATIVE_ATTN_DEC_MAX_ROWS = 16;
+export const NATIVE_ATTN_DEC_MAX_DIM = 1024;
+
+/** Calls the native decode kernel took (tests check which path ran). */
+export const nativeAttnDecStats = { calls: 0 };
+
+/** The pool function running attnDecode on rt's memory, or null when the AVX-512 kernel is not in use. */
+export function nativeAttentionDecodeFn(rt: WasmRuntime): number | null {
+  const blas = blasBridge();
+  return blas?.kernel === "avx512" && typeof blas.bridge.attnDecode === "function" ? bridgePoolFn(rt, blas.bridge, "attnDecode") : null;
 }

@@ -27,6 +27,8 @@ export interface Bridge {
   kernels(): string;
   /** Units [lo, hi) of the attention whose parameter block (NATIVE_ATTN, native/attention.ts) is at byte pb of mem. */
   attnFwd(mem: Float32Array, lo: number, hi: number, pb: number): void;
+  /** Units [lo, hi) of the short-query attention whose parameter block (NATIVE_ATTN_DEC, native/attention.ts) is at byte pb of mem. */
+  attnDecode(mem: Float32Array, lo: number, hi: number, pb: number): void;
   /** Rows [lo, hi) quantized for the int8 GEMM (parameter block Q8_ROWS, native/w8a8.ts). */
   q8Rows(mem: Float32Array, lo: number, hi: number, pb: number): void;
   /** Column shares [lo, hi) of the int8 GEMM (parameter block W8A8_SLAB, native/w8a8.ts). */
@@ -88,7 +90,7 @@ export interface Blas {
 }
 
 /** The bridge's functions with a pool function's arguments (memory, lo, hi, parameter block). */
-export type BridgePoolFn = "gemmSlab" | "attnFwd" | "q8Rows" | "w8a8Slab" | "im2col" | "q8Gemv" | "fmaProbe";
+export type BridgePoolFn = "gemmSlab" | "attnFwd" | "attnDecode" | "q8Rows" | "w8a8Slab" | "im2col" | "q8Gemv" | "fmaProbe";
 
 const poolFns = new WeakMap<WasmRuntime, Map<BridgePoolFn, number>>();
 
