@@ -1,5 +1,6 @@
 // linearInt8's decode products (the ~100M Llama's shapes, int8 per-channel weights, 1-8 rows)
-// on the native AVX2 kernel (TORCHTS_CPU_BLAS=avx2) and the wasm kernel (off), interleaved in one
+// on the native AVX-512 kernel (TORCHTS_CPU_BLAS=avx512), the native AVX2 kernel (avx2; one row
+// stays on wasm there) and the wasm kernel (off), interleaved in one
 // process so machine noise hits both alike: strict, medians of 15 rounds, and the weight bytes
 // streamed per second. Kernels the machine lacks are skipped.
 //   T=2 node --import tsx bench/transformers/int8_gemv.ts
@@ -9,7 +10,7 @@ import { linearInt8 } from "../../packages/torchts/src/nn/functional/quantized.j
 import { quantizeWeight } from "../../packages/torchts/src/transformers/index.js";
 
 torch.backends.cpu.setNumThreads(Number(process.env.T ?? 2));
-const kernels = (["avx2", "off"] as const).filter((k) => {
+const kernels = (["avx512", "avx2", "off"] as const).filter((k) => {
   try {
     setCpuBlas(k);
     return true;
@@ -42,7 +43,7 @@ for (const M of [1, 2, 4, 8])
     const row = kernels.map((k) => {
       const v = t.get(`${M} ${K}x${N} ${k}`)!.sort((a, b) => a - b);
       const m = v[v.length >> 1]!;
-      return `${k === "off" ? "wasm" : "avx2"} ${m.toFixed(3)} ms ${((K * N) / m / 1e6).toFixed(2)} GB/s`;
+      return `${k === "off" ? "wasm" : k} ${m.toFixed(3)} ms ${((K * N) / m / 1e6).toFixed(2)} GB/s`;
     });
     console.log(`M ${M}, [${K}] x [${N}, ${K}] int8: ${row.join(" | ")}`);
   }

@@ -436,9 +436,9 @@ static napi_value js_w8a8(napi_env env, napi_callback_info info) {
 }
 
 // q8Gemv(mem, lo, hi, pb): weight rows [lo, hi) of the int8 weight-only product for few rows
-// (qgemv_avx2.c). The block's int32 words are QG_* below: offsets in bytes, ldx and ldo in floats.
+// (qgemv_avx2.c, qgemv_avx512.c). The block's int32 words are QG_* below: offsets in bytes, ldx and ldo in floats.
 // Everything is checked against the memory before a byte is read or written.
-enum { QG_X, QG_LDX, QG_M, QG_K, QG_GS, QG_Q, QG_S, QG_HASBIAS, QG_BIAS, QG_OUT, QG_LDO, QG_N, QG_WORDS };
+enum { QG_X, QG_LDX, QG_M, QG_K, QG_GS, QG_Q, QG_S, QG_HASBIAS, QG_BIAS, QG_OUT, QG_LDO, QG_N, QG_KERNEL, QG_WORDS };
 
 static napi_value js_q8_gemv(napi_env env, napi_callback_info info) {
   float* m;
@@ -456,7 +456,9 @@ static napi_value js_q8_gemv(napi_env env, napi_callback_info info) {
   for (int i = 0; i < QG_WORDS; i++)
     if (p[i] < 0) goto bad;
   const int64_t M = p[QG_M], K = p[QG_K], gs = p[QG_GS], N = p[QG_N], ldx = p[QG_LDX], ldo = p[QG_LDO];
-  if (M < 1 || K < 1 || N < 1 || gs < 1 || K % gs || ldx < K || ldo < N || p[QG_HASBIAS] > 1 || p[QG_X] % 4 ||
+  // QG_KERNEL: 0 the AVX2 kernel, 1 the AVX-512 one (where this CPU has it)
+  if (M < 1 || K < 1 || N < 1 || gs < 1 || K % gs || ldx < K || ldo < N || p[QG_HASBIAS] > 1 || p[QG_KERNEL] > 1 ||
+      (p[QG_KERNEL] == 1 && !avx512) || p[QG_X] % 4 ||
       p[QG_S] % 4 || p[QG_BIAS] % 4 || p[QG_OUT] % 4 || p[QG_X] + ((M - 1) * ldx + K) * 4 > bytes ||
       p[QG_Q] + N * K > bytes || p[QG_S] + N * (K / gs) * 4 > bytes || (p[QG_HASBIAS] && p[QG_BIAS] + N * 4 > bytes) ||
       p[QG_OUT] + ((M - 1) * ldo + N) * 4 > bytes || lo < 0 || lo >= hi || hi > N)
@@ -464,7 +466,8 @@ static napi_value js_q8_gemv(napi_env env, napi_callback_info info) {
   tts_q8gemv_t g = {(const float*)(mem + p[QG_X]), ldx, (int)M, (int)K, (int)gs, (const int8_t*)(mem + p[QG_Q]),
                     (const float*)(mem + p[QG_S]), p[QG_HASBIAS] ? (const float*)(mem + p[QG_BIAS]) : NULL,
                     (float*)(m) + p[QG_OUT] / 4, ldo};
-  tts_q8gemv_avx2(&g, (int)lo, (int)hi);
+  if (p[QG_KERNEL] == 1) tts_q8gemv_avx512(&g, (int)lo, (int)hi);
+  else tts_q8gemv_avx2(&g, (int)lo, (int)hi);
   return NULL;
 bad:
   napi_throw_range_error(env, NULL, "q8Gemv: parameter block or rows out of range");

@@ -1,4 +1,4 @@
-// torchts' AVX2 weight-only int8 product for few rows (qgemv_avx2.c).
+// torchts' AVX2 and AVX-512 weight-only int8 products for few rows (qgemv_avx2.c, qgemv_avx512.c).
 #pragma once
 #include <stdint.h>
 
@@ -16,3 +16,4 @@ typedef struct {
 } tts_q8gemv_t;
 
 void tts_q8gemv_avx2(const tts_q8gemv_t* g, int lo, int hi);
+void tts_q8gemv_avx512(const tts_q8gemv_t* g, int lo, int hi);

@@ -101,10 +101,11 @@ function streamed(
     const optr = oDirect ? ptrOf(O, 0) : os;
     const args = [ptrOf(ins[1]!, offs[1]!), ptrOf(ins[2]!, offs[2]!)];
     const bptr = hasBias ? ptrOf(ins[3]!, offs[3]!) : 0;
-    // one row stays on wasm: its byte-shuffle widening ran 10-30% faster than the native kernel
-    // on an AVX2 EPYC, which took 2-8 rows 1.2-1.7x faster (bench/transformers/int8_gemv.ts)
-    const nat = bits === 8 && M >= 2 ? nativeQ8GemvFn(rt) : null;
-    if (nat !== null) nativeStreamed(rt, nat, M, K, N, gs, xptr, args, hasBias, bptr, optr);
+    // one row stays on wasm under the AVX2 kernel: its byte-shuffle widening ran 10-30% faster on
+    // an AVX2 EPYC, where the native kernel took 2-8 rows 1.2-1.7x faster; the AVX-512 kernel
+    // takes every row count (bench/transformers/int8_gemv.ts)
+    const nat = bits === 8 ? nativeQ8GemvFn(rt) : null;
+    if (nat !== null && (M >= 2 || nat.kernel === 1)) nativeStreamed(rt, nat.fn, nat.kernel, M, K, N, gs, xptr, args, hasBias, bptr, optr);
     else
       for (let r0 = 0; r0 < M; r0 += QROWS) {
         const R = Math.min(QROWS, M - r0);
@@ -120,14 +121,14 @@ function streamed(
   }
 }
 
-/** int8 rows on the native AVX2 kernel: all M rows per weight row, weight rows across the threads. */
+/** int8 rows on a native kernel (0 AVX2, 1 AVX-512): all M rows per weight row, weight rows across the threads. */
 function nativeStreamed(
-  rt: WasmRuntime, fn: number, M: number, K: number, N: number, gs: number,
+  rt: WasmRuntime, fn: number, kernel: 0 | 1, M: number, K: number, N: number, gs: number,
   xptr: number, args: number[], hasBias: boolean, bptr: number, optr: number,
 ): void {
   const pb = rt.arena.alloc(QGEMV.words * 4);
   try {
-    rt.view(Int32Array, pb, QGEMV.words).set([xptr, K, M, K, gs, args[0]!, args[1]!, hasBias ? 1 : 0, bptr, optr, N, N]);
+    rt.view(Int32Array, pb, QGEMV.words).set([xptr, K, M, K, gs, args[0]!, args[1]!, hasBias ? 1 : 0, bptr, optr, N, N, kernel]);
     nativeQ8GemvStats.calls++;
     rt.pool.run(fn, N, [pb], 1, Math.ceil(MIN_MACS_PER_THREAD / (K * M)));
   } finally {

@@ -17,6 +17,7 @@ import { close } from "../../nn/functional/close.js";
 
 const F = torch.nn.functional;
 type Opts = Parameters<typeof F.scaledDotProductAttention>[3];
+type SegOpts = NonNullable<Parameters<typeof segmentedAttention>[3]>;
 type Addon = { kernels(): string; attnFwd(...a: unknown[]): void; attnDecode(...a: unknown[]): void };
 const addon = ((): Addon | null => {
   try {
@@ -189,7 +190,7 @@ test("native attention: the bridge refuses a wrong parameter block without writi
  * The short-query composite on the native decode kernel (asserting it ran), on the wasm kernel
  * and decomposed (the segments concatenated); `seg` adds a second key/value segment.
  */
-async function checkDecode(what: string, q: Tensor, k: Tensor, v: Tensor, opts: Opts = {}, seg?: [Tensor, Tensor]): Promise<Float32Array> {
+async function checkDecode(what: string, q: Tensor, k: Tensor, v: Tensor, opts: SegOpts = {}, seg?: [Tensor, Tensor]): Promise<Float32Array> {
   const run = () => torch.noGrad(() => (seg ? segmentedAttention(q, [k, seg[0]], [v, seg[1]], opts) : F.scaledDotProductAttention(q, k, v, opts)));
   setCpuBlas("avx512");
   const [c0, l0] = [nativeAttnDecStats.calls, nativeAttnStats.calls];

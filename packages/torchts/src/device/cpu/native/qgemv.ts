@@ -9,14 +9,18 @@
 import { blasBridge, bridgePoolFn } from "./blas.js";
 import type { WasmRuntime } from "../wasm/runtime.js";
 
-/** Int32 words of q8Gemv's parameter block (offsets in bytes, ldx and ldo in floats). */
-export const QGEMV = { x: 0, ldx: 1, M: 2, K: 3, gs: 4, q: 5, s: 6, hasBias: 7, bias: 8, out: 9, ldo: 10, N: 11, words: 12 } as const;
+/** Int32 words of q8Gemv's parameter block (offsets in bytes, ldx and ldo in floats; kernel 0 AVX2, 1 AVX-512). */
+export const QGEMV = { x: 0, ldx: 1, M: 2, K: 3, gs: 4, q: 5, s: 6, hasBias: 7, bias: 8, out: 9, ldo: 10, N: 11, kernel: 12, words: 13 } as const;
 
 /** Calls the native kernel took (tests check which path ran). */
 export const nativeQ8GemvStats = { calls: 0 };
 
-/** The pool function running q8Gemv on rt's memory, or null where it does not run. */
-export function nativeQ8GemvFn(rt: WasmRuntime): number | null {
+/**
+ * The pool function running q8Gemv on rt's memory and the kernel it runs (1: AVX-512, where the
+ * bridge's AVX-512 GEMM is selected; 0: AVX2), or null where neither runs.
+ */
+export function nativeQ8GemvFn(rt: WasmRuntime): { fn: number; kernel: 0 | 1 } | null {
   const blas = blasBridge();
-  return blas?.kernel === "avx2" || blas?.kernel === "avx512" ? bridgePoolFn(rt, blas.bridge, "q8Gemv") : null;
+  if (blas?.kernel !== "avx2" && blas?.kernel !== "avx512") return null;
+  return { fn: bridgePoolFn(rt, blas.bridge, "q8Gemv"), kernel: blas.kernel === "avx512" ? 1 : 0 };
 }
