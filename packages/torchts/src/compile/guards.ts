@@ -92,8 +92,28 @@ function describeParameters(m: GuardedModule): string {
   return c.desc;
 }
 
+/**
+ * Long parts (a module's parameter list: ~100 bytes a parameter) enter the key as a number: the
+ * list's string is cached per module (describeParameters), V8 keeps a string's hash with it, so
+ * finding its number is one lookup; joined in, every call would copy and hash the whole list.
+ */
+const longParts = new Map<string, number>();
+let nextPart = 1;
+function shortPart(v: string): string {
+  if (v.length <= 64) return v;
+  let id = longParts.get(v);
+  if (id === undefined) {
+    // bounded: past 1024 distinct lists start over with fresh numbers (at worst, one recompile)
+    if (longParts.size >= 1024) longParts.clear();
+    longParts.set(v, (id = nextPart++));
+  }
+  return `#${id}`;
+}
+
 export function guardKey(g: GuardParts): string {
-  return [...g].map(([k, v]) => `${k}=${v}`).join(";");
+  let key = "";
+  for (const [k, v] of g) key += `${k}=${shortPart(v)};`;
+  return key;
 }
 
 /** Why g failed the guards of `prev` (the closest earlier entry): the first differing parts. */
