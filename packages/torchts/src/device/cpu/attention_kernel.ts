@@ -183,50 +183,48 @@ function copyOut(rt: WasmRuntime, O: Arr, outPtr: number, rows: number, W: numbe
   else for (let r = 0; r < rows; r++) for (let e = 0; e < W; e++) O[r * W + e] = res[r * Wp + e]!;
 }
 
-/** One call of the native AVX-512 kernel (native/attention.ts) over the operands' rows. */
-function nativeAttention(
-  rt: WasmRuntime, fn: number, q: Operand, k: Operand, v: Operand, m: Operand | null, outPtr: number, Wp: number,
-  d: { B: number; Hk: number; nrep: number; L: number; S: number; Ep: number; Evp: number; causal: boolean; scale: number },
-): void {
-  const pb = rt.arena.alloc(NA.words * 4);
+type NativeDims = { B: number; Hk: number; nrep: number; L: number; S: number; Ep: number; Evp: number; causal: boolean; scale: number };
+
+/** Float offsets and strides of an operand: its pointer, then its three outer strides. */
+const rows4 = (o: Operand) => [o.ptr / 4, o.st[0] / 4, o.st[1] / 4, o.st[2] / 4];
+
+/**
+ * Runs native kernel `fn` over `units` with a parameter block of int32 `words` and the float32
+ * scale at word `scaleAt`, the units split so each thread gets MIN_FLOPS_PER_THREAD or more.
+ */
+function runNative(rt: WasmRuntime, fn: number, words: number[], scaleAt: number, scale: number, units: number, flopsPerUnit: number): void {
+  const pb = rt.arena.alloc((scaleAt + 1) * 4);
   try {
-    const P = rt.view(Int32Array, pb, NA.words);
-    P.set([
-      q.ptr / 4, k.ptr / 4, v.ptr / 4, outPtr / 4, d.B, d.Hk, d.nrep, d.L, d.S, d.Ep, d.Evp,
-      q.st[0] / 4, q.st[1] / 4, q.st[2] / 4, k.st[0] / 4, k.st[1] / 4, k.st[2] / 4, v.st[0] / 4, v.st[1] / 4, v.st[2] / 4,
-      Wp, d.causal ? 1 : 0, m ? 1 : 0, m ? m.ptr / 4 : 0, m ? m.st[0] / 4 : 0, m ? m.st[1] / 4 : 0, m ? m.st[2] / 4 : 0,
-    ]);
-    rt.view(Float32Array, pb + NA.scale * 4, 1)[0] = d.scale;
-    const units = d.B * d.Hk * d.nrep * Math.ceil(d.L / NATIVE_ATTN_ROWS);
-    const flopsPerUnit = 2 * NATIVE_ATTN_ROWS * d.S * (d.Ep + d.Evp);
-    nativeAttnStats.calls++;
+    rt.view(Int32Array, pb, words.length).set(words);
+    rt.view(Float32Array, pb + scaleAt * 4, 1)[0] = scale;
     rt.pool.run(fn, units, [pb], 1, Math.max(1, Math.ceil(MIN_FLOPS_PER_THREAD / flopsPerUnit)));
   } finally {
     rt.arena.release(pb);
   }
 }
 
+/** One call of the native AVX-512 kernel (native/attention.ts) over the operands' rows. */
+function nativeAttention(rt: WasmRuntime, fn: number, q: Operand, k: Operand, v: Operand, m: Operand | null, outPtr: number, Wp: number, d: NativeDims): void {
+  const [qp, qsb, qsh, qsl] = rows4(q), [kp, ksb, ksh, kss] = rows4(k), [vp, vsb, vsh, vss] = rows4(v);
+  const mask = m ? [1, ...rows4(m)] : [0, 0, 0, 0, 0];
+  nativeAttnStats.calls++;
+  runNative(
+    rt, fn, [qp, kp, vp, outPtr / 4, d.B, d.Hk, d.nrep, d.L, d.S, d.Ep, d.Evp, qsb, qsh, qsl, ksb, ksh, kss, vsb, vsh, vss, Wp, d.causal ? 1 : 0, ...mask],
+    NA.scale, d.scale, d.B * d.Hk * d.nrep * Math.ceil(d.L / NATIVE_ATTN_ROWS), 2 * NATIVE_ATTN_ROWS * d.S * (d.Ep + d.Evp),
+  );
+}
+
 /** One call of the native AVX-512 decode kernel: a unit per (batch, kv head), keys [0, split) from k, v and the rest from k2, v2. */
 function nativeDecode(
-  rt: WasmRuntime, fn: number, q: Operand, k: Operand, v: Operand, m: Operand | null, k2: Operand, v2: Operand, split: number, outPtr: number, Wp: number,
-  d: { B: number; Hk: number; nrep: number; L: number; S: number; Ep: number; Evp: number; causal: boolean; scale: number },
+  rt: WasmRuntime, fn: number, q: Operand, k: Operand, v: Operand, m: Operand | null, k2: Operand, v2: Operand, split: number, outPtr: number, Wp: number, d: NativeDims,
 ): void {
-  const pb = rt.arena.alloc(ND.words * 4);
-  try {
-    const P = rt.view(Int32Array, pb, ND.words);
-    P.set([
-      q.ptr / 4, k.ptr / 4, v.ptr / 4, k2.ptr / 4, v2.ptr / 4, outPtr / 4, d.B, d.Hk, d.nrep, d.L, d.S, split, d.Ep, d.Evp,
-      q.st[0] / 4, q.st[1] / 4, q.st[2] / 4, k.st[0] / 4, k.st[1] / 4, k.st[2] / 4, v.st[0] / 4, v.st[1] / 4, v.st[2] / 4,
-      k2.st[0] / 4, k2.st[1] / 4, k2.st[2] / 4, v2.st[0] / 4, v2.st[1] / 4, v2.st[2] / 4,
-      Wp, d.causal ? 1 : 0, m ? 1 : 0, m ? m.ptr / 4 : 0, m ? m.st[0] / 4 : 0, m ? m.st[1] / 4 : 0, m ? m.st[2] / 4 : 0,
-    ]);
-    rt.view(Float32Array, pb + ND.scale * 4, 1)[0] = d.scale;
-    const flopsPerUnit = 2 * d.nrep * d.L * d.S * (d.Ep + d.Evp);
-    nativeAttnDecStats.calls++;
-    rt.pool.run(fn, d.B * d.Hk, [pb], 1, Math.max(1, Math.ceil(MIN_FLOPS_PER_THREAD / flopsPerUnit)));
-  } finally {
-    rt.arena.release(pb);
-  }
+  const [qp, ...qs] = rows4(q), [kp, ...ks] = rows4(k), [vp, ...vs] = rows4(v), [k2p, ...k2s] = rows4(k2), [v2p, ...v2s] = rows4(v2);
+  const mask = m ? [1, ...rows4(m)] : [0, 0, 0, 0, 0];
+  nativeAttnDecStats.calls++;
+  runNative(
+    rt, fn, [qp, kp, vp, k2p, v2p, outPtr / 4, d.B, d.Hk, d.nrep, d.L, d.S, split, d.Ep, d.Evp, ...qs, ...ks, ...vs, ...k2s, ...v2s, Wp, d.causal ? 1 : 0, ...mask],
+    ND.scale, d.scale, d.B * d.Hk, 2 * d.nrep * d.L * d.S * (d.Ep + d.Evp),
+  );
 }
 
 /** The same computation in plain JS (TORCHTS_CPU_BACKEND=js): float64 scores, one row at a time. */

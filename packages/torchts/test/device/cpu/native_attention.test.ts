@@ -28,27 +28,48 @@ const addon = ((): Addon | null => {
 })();
 const avx512 = process.env.TORCHTS_CPU_BACKEND !== "js" && !!addon?.kernels().split(",").includes("avx512");
 
-/** The composite's output on the native kernel (asserting it ran), on the wasm kernel, and decomposed. */
-async function check(what: string, q: Tensor, k: Tensor, v: Tensor, opts: Opts = {}): Promise<Float32Array> {
+/**
+ * `run()` on the native kernel `stats` counts (asserting it ran once, and none of `others`), on the
+ * wasm kernel (TORCHTS_CPU_BLAS=openblas) and `decomposed()` with the composite off; the native output.
+ */
+async function compare(what: string, run: () => Tensor, decomposed: () => Tensor, stats: { calls: number }, others: { calls: number }[] = []): Promise<Float32Array> {
   setCpuBlas("avx512");
-  const c0 = nativeAttnStats.calls;
-  const got = (await F.scaledDotProductAttention(q, k, v, opts).data()) as Float32Array;
-  assert.equal(nativeAttnStats.calls - c0, 1, `${what}: the native kernel ran`);
+  const c0 = stats.calls, o0 = others.map((o) => o.calls);
+  const got = (await run().data()) as Float32Array;
+  assert.equal(stats.calls - c0, 1, `${what}: the native kernel ran`);
+  others.forEach((o, i) => assert.equal(o.calls, o0[i], `${what}: not another native kernel`));
   setCpuBlas("openblas");
-  const c1 = nativeAttnStats.calls;
-  const wasm = await F.scaledDotProductAttention(q, k, v, opts).data();
-  assert.equal(nativeAttnStats.calls, c1, `${what}: openblas: the wasm kernel ran`);
+  const c1 = stats.calls;
+  const wasm = await run().data();
+  assert.equal(stats.calls, c1, `${what}: openblas: the wasm kernel ran`);
   setCpuBlas("avx512");
   torch.backends.cpu.setCompositeEnabled("attention", false);
   try {
-    const want = await F.scaledDotProductAttention(q, k, v, opts).data();
-    close(`${what} vs the decomposition`, got, want, 2e-5, 2e-5);
+    close(`${what} vs the decomposition`, got, await decomposed().data(), 2e-5, 2e-5);
   } finally {
     torch.backends.cpu.setCompositeEnabled("attention", true);
     setCpuBlas("auto");
   }
   close(`${what} vs the wasm kernel`, got, wasm, 2e-5, 2e-5);
   return got;
+}
+
+/** The composite's output on the long-query native kernel, checked by `compare`. */
+function check(what: string, q: Tensor, k: Tensor, v: Tensor, opts: Opts = {}): Promise<Float32Array> {
+  const run = () => F.scaledDotProductAttention(q, k, v, opts);
+  return compare(what, run, run, nativeAttnStats);
+}
+
+/** f's outputs in strict, fused and compiled (asserting the compiled call ran the kernel `stats` counts) are equal. */
+async function modesAgree(f: (...a: Tensor[]) => Tensor, args: Tensor[], stats: { calls: number }): Promise<void> {
+  setCpuBlas("auto");
+  const outs: Float32Array[] = [];
+  for (const mode of ["strict", "fused"] as const) outs.push((await torch.withEagerMode(mode, () => f(...args)).data()) as Float32Array);
+  const c0 = stats.calls;
+  outs.push((await torch.compile(f)(...args).data()) as Float32Array);
+  assert.ok(stats.calls > c0, "compiled ran the native kernel");
+  assert.deepEqual(outs[1], outs[0]);
+  assert.deepEqual(outs[2], outs[0]);
 }
 
 const r = (shape: number[]) => torch.randn(shape);
@@ -125,16 +146,8 @@ test("native attention: short, backward and non-avx512 calls stay on the wasm ke
 
 test("native attention: strict, fused and compiled give equal outputs", { skip: !avx512 }, async () => {
   torch.manualSeed(6);
-  setCpuBlas("auto");
-  const q = r([2, 4, 40, 32]), k = r([2, 4, 40, 32]), v = r([2, 4, 40, 32]);
   const f = (a: Tensor, b: Tensor, c: Tensor) => F.scaledDotProductAttention(a.mul(1.5), b, c, { isCausal: true }).add(1);
-  const outs: Float32Array[] = [];
-  for (const mode of ["strict", "fused"] as const) outs.push((await torch.withEagerMode(mode, () => f(q, k, v)).data()) as Float32Array);
-  const c0 = nativeAttnStats.calls;
-  outs.push((await torch.compile(f)(q, k, v).data()) as Float32Array);
-  assert.ok(nativeAttnStats.calls > c0, "compiled ran the native kernel");
-  assert.deepEqual(outs[1], outs[0]);
-  assert.deepEqual(outs[2], outs[0]);
+  await modesAgree(f, [r([2, 4, 40, 32]), r([2, 4, 40, 32]), r([2, 4, 40, 32])], nativeAttnStats);
 });
 
 test("native attention: the bridge refuses a wrong parameter block without writing", { skip: !avx512 }, () => {
@@ -186,33 +199,11 @@ test("native attention: the bridge refuses a wrong parameter block without writi
   assert.throws(() => b.attnFwd(new Int32Array(8), 0, 1, 0), /expected a Float32Array/);
 });
 
-/**
- * The short-query composite on the native decode kernel (asserting it ran), on the wasm kernel
- * and decomposed (the segments concatenated); `seg` adds a second key/value segment.
- */
-async function checkDecode(what: string, q: Tensor, k: Tensor, v: Tensor, opts: SegOpts = {}, seg?: [Tensor, Tensor]): Promise<Float32Array> {
+/** The short-query composite on the native decode kernel, checked by `compare`; `seg` adds a second key/value segment. */
+function checkDecode(what: string, q: Tensor, k: Tensor, v: Tensor, opts: SegOpts = {}, seg?: [Tensor, Tensor]): Promise<Float32Array> {
   const run = () => torch.noGrad(() => (seg ? segmentedAttention(q, [k, seg[0]], [v, seg[1]], opts) : F.scaledDotProductAttention(q, k, v, opts)));
-  setCpuBlas("avx512");
-  const [c0, l0] = [nativeAttnDecStats.calls, nativeAttnStats.calls];
-  const got = (await run().data()) as Float32Array;
-  assert.equal(nativeAttnDecStats.calls - c0, 1, `${what}: the native decode kernel ran`);
-  assert.equal(nativeAttnStats.calls, l0, `${what}: not the long-query kernel`);
-  setCpuBlas("openblas");
-  const c1 = nativeAttnDecStats.calls;
-  const wasm = await run().data();
-  assert.equal(nativeAttnDecStats.calls, c1, `${what}: openblas: the wasm kernel ran`);
-  setCpuBlas("avx512");
-  torch.backends.cpu.setCompositeEnabled("attention", false);
-  try {
-    const [kk, vv] = seg ? [torch.cat([k, seg[0]], 2), torch.cat([v, seg[1]], 2)] : [k, v];
-    const want = await F.scaledDotProductAttention(q, kk, vv, opts).data();
-    close(`${what} vs the decomposition`, got, want, 2e-5, 2e-5);
-  } finally {
-    torch.backends.cpu.setCompositeEnabled("attention", true);
-    setCpuBlas("auto");
-  }
-  close(`${what} vs the wasm kernel`, got, wasm, 2e-5, 2e-5);
-  return got;
+  const decomposed = () => F.scaledDotProductAttention(q, seg ? torch.cat([k, seg[0]], 2) : k, seg ? torch.cat([v, seg[1]], 2) : v, opts);
+  return compare(what, run, decomposed, nativeAttnDecStats, [nativeAttnStats]);
 }
 
 test("native decode attention: grouped-query decode steps, KV-cache segments, masks, causal, odd widths", { skip: !avx512 }, async () => {
@@ -284,17 +275,9 @@ test("native decode attention: long, backward and many-row calls are not its", {
 
 test("native decode attention: strict, fused and compiled decode steps give equal outputs", { skip: !avx512 }, async () => {
   torch.manualSeed(11);
-  setCpuBlas("auto");
-  const q = r([1, 8, 1, 32]), k = r([1, 2, 64, 32]), v = r([1, 2, 64, 32]), k2 = r([1, 2, 8, 32]), v2 = r([1, 2, 8, 32]);
-  const m = r([1, 1, 1, 72]);
+  const k = r([1, 2, 64, 32]), v = r([1, 2, 64, 32]), k2 = r([1, 2, 8, 32]), v2 = r([1, 2, 8, 32]), m = r([1, 1, 1, 72]);
   const f = (a: Tensor) => torch.noGrad(() => segmentedAttention(a.mul(1.5), [k, k2], [v, v2], { attnMask: m, enableGqa: true }).add(1));
-  const outs: Float32Array[] = [];
-  for (const mode of ["strict", "fused"] as const) outs.push((await torch.withEagerMode(mode, () => f(q)).data()) as Float32Array);
-  const c0 = nativeAttnDecStats.calls;
-  outs.push((await torch.compile(f)(q).data()) as Float32Array);
-  assert.ok(nativeAttnDecStats.calls > c0, "compiled ran the native decode kernel");
-  assert.deepEqual(outs[1], outs[0]);
-  assert.deepEqual(outs[2], outs[0]);
+  await modesAgree(f, [r([1, 8, 1, 32])], nativeAttnDecStats);
 });
 
 test("native decode attention: the bridge refuses a wrong parameter block without writing", { skip: !avx512 }, () => {
