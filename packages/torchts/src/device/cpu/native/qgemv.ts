@@ -1,11 +1,14 @@
-// The AVX2 weight-only int8 product of the native bridge (native/qgemv_avx2.c), run by the
-// linearInt8 composite's calls of 2-16 rows (batched decode, short prompts) when the bridge's own
-// GEMM (AVX2 or AVX-512: those CPUs have AVX2 too) runs float32 products (TORCHTS_CPU_BLAS=auto,
-// avx2 or avx512). Why: the wasm kernels (wasm/qgemv.ts) stream the weight once per 2 rows; this
-// one once per 4, and ran 2-8 rows 1.2-1.7x faster on an AVX2 EPYC and 1.8-2.8x on an AVX-512
-// Zen 5 (bench/transformers/int8_gemv.ts; the bench Llama's int8 decode at batch 8 went from 236
-// to 380 tok/s there, bench/RESULTS.md session 18). One row stays on wasm (10-30% faster on the
-// AVX2 EPYC, within 5% either way on the Zen 5).
+// The native weight-only int8 products of the bridge (native/qgemv_avx2.c, qgemv_avx512.c; one
+// loop body, native/qgemv_rows.h), run by the linearInt8 composite's decode-sized calls (1-16 rows)
+// when the bridge's own GEMM runs float32 products (TORCHTS_CPU_BLAS=auto, avx2 or avx512).
+// Why: the wasm kernels (wasm/qgemv.ts) stream the weight once per 2 rows, these once per 4.
+// - AVX2 (kernel 0, where the AVX2 GEMM is selected): 2-16 rows, 1.2-1.7x the wasm kernel on an
+//   AVX2 EPYC; one row stays on wasm there (10-30% faster on that machine).
+// - AVX-512 (kernel 1, where the AVX-512 GEMM is selected): 1-16 rows, 16 weights per step. On a
+//   Zen 5 the wasm and AVX2 kernels were compute-bound at one row (25-31 GB/s on hot weights); this
+//   one ran 2.1x the AVX2 kernel at one row and 1.7x at 8 (bench/transformers/int8_gemv.ts; the
+//   bench Llama's int8 decode went from ~190 to 226-274 tok/s at batch 1 and from 380 to 556 at
+//   batch 8, bench/RESULTS.md session 19).
 import { blasBridge, bridgePoolFn } from "./blas.js";
 import type { WasmRuntime } from "../wasm/runtime.js";
 
