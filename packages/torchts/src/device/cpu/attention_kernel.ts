@@ -193,6 +193,7 @@ const rows4 = (o: Operand) => [o.ptr / 4, o.st[0] / 4, o.st[1] / 4, o.st[2] / 4]
  * scale at word `scaleAt`, the units split so each thread gets MIN_FLOPS_PER_THREAD or more.
  */
 function runNative(rt: WasmRuntime, fn: number, words: number[], scaleAt: number, scale: number, units: number, flopsPerUnit: number): void {
+  if (words.length !== scaleAt) throw new Error(`attention: a native parameter block of ${words.length} words, expected ${scaleAt}`);
   const pb = rt.arena.alloc((scaleAt + 1) * 4);
   try {
     rt.view(Int32Array, pb, words.length).set(words);

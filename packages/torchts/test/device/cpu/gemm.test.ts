@@ -132,6 +132,11 @@ test("torch.matmul folds one-row heads over a broadcast matrix (a decode step's 
   const y3 = await torch.matmul(q3, rot.view([1, 64, 64])).data();
   assert.equal(matmulFoldStats.calls, c2, "not folded");
   assert.deepEqual(y3, await torch.matmul(q3.contiguous(), rot.view([1, 64, 64])).data());
+  // one row broadcast over the batch (stride 0): folded, every row the same product
+  const a0 = torch.randn([1, 1, 64]);
+  const y4 = await torch.matmul(a0.expand([12, 1, 64]), rot.view([64, 64])).data();
+  const one4 = await torch.matmul(a0.view([1, 64]), rot.view([64, 64])).data();
+  for (let h = 0; h < 12; h++) assert.deepEqual(y4.slice(h * 64, (h + 1) * 64), one4, `broadcast row ${h}`);
 });
 
 test("arena GEMM into the same block as its operands (C after A and B in one buffer)", { skip: !on }, () => {
