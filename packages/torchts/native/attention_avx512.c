@@ -13,10 +13,9 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include "avx512_tiles.h"
-#include "avx512_exp.h"
+#include "avx512_math.h"
+#include "thread_scratch.h"
 #include <math.h>
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define A_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
@@ -29,13 +28,6 @@
 // tile over-reads), a zero-padded key tile [12][E], the output accumulator [32][Ev], the mask
 // block transposed [A_KB][32]
 #define A_SCRATCH (A_MAXD * A_QT + A_KB * A_QT + 64 + A_KR * A_MAXD + A_QT * A_MAXD + A_KB * A_QT)
-static __thread float* a_buf;
-static pthread_key_t a_key;
-static pthread_once_t a_once = PTHREAD_ONCE_INIT;
-static void a_free(void* p) { free(p); }
-static void a_key_init(void) { pthread_key_create(&a_key, a_free); }
-
-static inline __mmask16 a_mask(int w) { return w >= 16 ? 0xffff : w <= 0 ? 0 : (__mmask16)((1u << w) - 1); }
 
 // The two products are the GEMM's register tiles (avx512_tiles.h): scores s[12 keys][32 queries]
 // = K rows against Qt, the "rows" tile storing (mode 0); and o[12 queries][32 values] += P^T V,
@@ -47,7 +39,7 @@ A_TARGET static void a_unit(const tts_attn_t* a, const float* q, const float* k,
   const int E = a->E, Ev = a->Ev, S = a->S, L = a->L;
   float *qt = buf, *s = qt + A_MAXD * A_QT, *kpad = s + A_KB * A_QT + 64, *o = kpad + A_KR * A_MAXD;
   float* mt = o + A_QT * A_MAXD;
-  const __mmask16 rows[2] = {a_mask(nq), a_mask(nq - 16)};
+  const __mmask16 rows[2] = {x_mask(nq), x_mask(nq - 16)};
   // lane i's mask entry is mask[(l0 + i) * msl + j]: the caller keeps 16 * msl inside int32
   const __m512i mix = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                          _mm512_set1_epi32((int)a->msl));
@@ -128,7 +120,7 @@ A_TARGET static void a_unit(const tts_attn_t* a, const float* q, const float* k,
       if (alpha[i] != 1.0f) {
         const __m512 al = _mm512_set1_ps(alpha[i]);
         for (int e = 0; e < Ev; e += 16) {
-          const __mmask16 mk = a_mask(Ev - e);
+          const __mmask16 mk = x_mask(Ev - e);
           _mm512_mask_storeu_ps(o + i * Ev + e, mk, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, o + i * Ev + e), al));
         }
       }
@@ -146,7 +138,7 @@ A_TARGET static void a_unit(const tts_attn_t* a, const float* q, const float* k,
     const __m512 inv = _mm512_set1_ps(1.0f / ls[i]);
     float* dst = out + (int64_t)(l0 + i) * a->outRow;
     for (int e = 0; e < Ev; e += 16) {
-      const __mmask16 mk = a_mask(Ev - e);
+      const __mmask16 mk = x_mask(Ev - e);
       _mm512_mask_storeu_ps(dst + e, mk, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, o + i * Ev + e), inv));
     }
   }
@@ -156,19 +148,14 @@ int tts_attn_units(const tts_attn_t* a) { return a->B * a->Hk * a->nrep * ((a->L
 
 int tts_attn_avx512(const tts_attn_t* a, int lo, int hi) {
   if (a->E > A_MAXD || a->Ev > A_MAXD) return 0;
-  if (!a_buf) {
-    float* p = aligned_alloc(64, sizeof(float) * A_SCRATCH);
-    if (!p) return 0;
-    pthread_once(&a_once, a_key_init);
-    pthread_setspecific(a_key, p);
-    a_buf = p;
-  }
+  float* buf = tts_thread_scratch(TTS_SCRATCH_ATTN, sizeof(float) * A_SCRATCH);
+  if (!buf) return 0;
   const int qbn = (a->L + A_QT - 1) / A_QT, Hq = a->Hk * a->nrep;
   for (int u = lo; u < hi; u++) {
     const int qb = u % qbn, t = u / qbn, h = t % Hq, b = t / Hq, hk = h / a->nrep;
     const int l0 = qb * A_QT, nq = a->L - l0 < A_QT ? a->L - l0 : A_QT;
     a_unit(a, a->q + b * a->qsb + h * a->qsh, a->k + b * a->ksb + hk * a->ksh, a->v + b * a->vsb + hk * a->vsh,
-           a->mask ? a->mask + b * a->msb + h * a->msh : NULL, a->out + ((int64_t)b * Hq + h) * a->L * a->outRow, l0, nq, a_buf);
+           a->mask ? a->mask + b * a->msb + h * a->msh : NULL, a->out + ((int64_t)b * Hq + h) * a->L * a->outRow, l0, nq, buf);
   }
   return 1;
 }

@@ -11,10 +11,9 @@
 #include "attention_decode_avx512.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include "avx512_exp.h"
+#include "avx512_math.h"
+#include "thread_scratch.h"
 #include <math.h>
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define D_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
@@ -24,13 +23,6 @@
 
 // per-thread scratch: scores / probabilities [D_R][D_KB], the output accumulator [D_R][D_MAXD]
 #define D_SCRATCH (D_R * D_KB + D_R * D_MAXD)
-static __thread float* d_buf;
-static pthread_key_t d_key;
-static pthread_once_t d_once = PTHREAD_ONCE_INIT;
-static void d_free(void* p) { free(p); }
-static void d_key_init(void) { pthread_key_create(&d_key, d_free); }
-
-static inline __mmask16 d_mask(int w) { return w >= 16 ? 0xffff : w <= 0 ? 0 : (__mmask16)((1u << w) - 1); }
 
 // key j's row: the first segment below split, the second from split on
 static inline const float* d_row(const float* p1, int64_t s1, const float* p2, int64_t s2, int split, int j) {
@@ -45,7 +37,7 @@ D_TARGET static float d_dot(const float* a, const float* b, int E) {
     s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + e + 16), _mm512_loadu_ps(b + e + 16), s1);
   }
   for (; e < E; e += 16) {
-    const __mmask16 mk = d_mask(E - e);
+    const __mmask16 mk = x_mask(E - e);
     s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, a + e), _mm512_maskz_loadu_ps(mk, b + e), s0);
   }
   return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
@@ -98,7 +90,7 @@ D_TARGET static void d_unit(const tts_attn_dec_t* a, int b, int hk, float* buf) 
       const __m512 scale = _mm512_set1_ps(a->scale);
       __m512 bm = ninf;
       for (int c = 0; c < nk; c += 16) {
-        const __mmask16 mk = d_mask(nk - c);
+        const __mmask16 mk = x_mask(nk - c);
         __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, sr + c), scale);
         if (mr[r]) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, mr[r] + j0 + c));
         const __mmask16 vis = mk & _mm512_cmpgt_epi32_mask(endv, _mm512_add_epi32(_mm512_set1_epi32(j0 + c), iota));
@@ -112,7 +104,7 @@ D_TARGET static void d_unit(const tts_attn_dec_t* a, int b, int hk, float* buf) 
       const __m512 muv = _mm512_set1_ps(mu);
       __m512 sum = _mm512_setzero_ps();
       for (int c = 0; c < nk; c += 16) {
-        const __mmask16 mk = d_mask(nk - c);
+        const __mmask16 mk = x_mask(nk - c);
         const __m512 p = _mm512_maskz_mov_ps(mk, x_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, sr + c), muv)));
         _mm512_mask_storeu_ps(sr + c, mk, p);
         sum = _mm512_add_ps(sum, p);
@@ -124,7 +116,7 @@ D_TARGET static void d_unit(const tts_attn_dec_t* a, int b, int hk, float* buf) 
       if (al != 1.0f) {
         const __m512 alv = _mm512_set1_ps(al);
         for (int e = 0; e < Ev; e += 16) {
-          const __mmask16 mk = d_mask(Ev - e);
+          const __mmask16 mk = x_mask(Ev - e);
           _mm512_mask_storeu_ps(o + r * Ev + e, mk, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, o + r * Ev + e), alv));
         }
       }
@@ -135,7 +127,7 @@ D_TARGET static void d_unit(const tts_attn_dec_t* a, int b, int hk, float* buf) 
         __mmask16 mk[4];
         __m512 acc[4][4];
 #pragma GCC unroll 4
-        for (int t = 0; t < 4; t++) mk[t] = d_mask(Ev - e0 - 16 * t);
+        for (int t = 0; t < 4; t++) mk[t] = x_mask(Ev - e0 - 16 * t);
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++)
 #pragma GCC unroll 4
@@ -163,7 +155,7 @@ D_TARGET static void d_unit(const tts_attn_dec_t* a, int b, int hk, float* buf) 
   for (int r = 0; r < R; r++) {
     const __m512 inv = _mm512_set1_ps(1.0f / lsum[r]);
     for (int e = 0; e < Ev; e += 16) {
-      const __mmask16 mk = d_mask(Ev - e);
+      const __mmask16 mk = x_mask(Ev - e);
       _mm512_mask_storeu_ps(orow[r] + e, mk, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, o + r * Ev + e), inv));
     }
   }
@@ -173,14 +165,9 @@ int tts_attn_dec_units(const tts_attn_dec_t* a) { return a->B * a->Hk; }
 
 int tts_attn_dec_avx512(const tts_attn_dec_t* a, int lo, int hi) {
   if (a->E > D_MAXD || a->Ev > D_MAXD || a->nrep * a->L > D_R) return 0;
-  if (!d_buf) {
-    float* p = aligned_alloc(64, sizeof(float) * D_SCRATCH);
-    if (!p) return 0;
-    pthread_once(&d_once, d_key_init);
-    pthread_setspecific(d_key, p);
-    d_buf = p;
-  }
-  for (int u = lo; u < hi; u++) d_unit(a, u / a->Hk, u % a->Hk, d_buf);
+  float* buf = tts_thread_scratch(TTS_SCRATCH_ATTN_DECODE, sizeof(float) * D_SCRATCH);
+  if (!buf) return 0;
+  for (int u = lo; u < hi; u++) d_unit(a, u / a->Hk, u % a->Hk, buf);
   return 1;
 }
 #else

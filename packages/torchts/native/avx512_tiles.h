@@ -6,17 +6,17 @@
 #pragma once
 #include <immintrin.h>
 #include <stdint.h>
+#include "avx512_math.h"
 
 #define G_MR 12
 #define G_NR 32
 #define G_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")))
 
-static inline __mmask16 g_mask(int w) { return w >= 16 ? 0xffff : w <= 0 ? 0 : (__mmask16)((1u << w) - 1); }
 
 // The G_MR x G_NR tile's store: C (h x w at C, ldc) = acc (mode 0), += acc (1), = beta C + acc (2);
 // unrolled with constant indices (a loop bounded by h makes the compiler keep c in memory)
 #define G_STORE(c)                                                                         \
-  const __mmask16 m0 = g_mask(w), m1 = g_mask(w - 16);                                     \
+  const __mmask16 m0 = x_mask(w), m1 = x_mask(w - 16);                                     \
   _Pragma("GCC unroll 12") for (int r = 0; r < G_MR; r++) if (r < h) {                    \
     float* p = C + r * ldc;                                                                \
     __m512 x0 = c[r][0], x1 = c[r][1];                                                     \
@@ -34,7 +34,7 @@ static inline __mmask16 g_mask(int w) { return w >= 16 ? 0xffff : w <= 0 ? 0 : (
 // A read in place, element (r, k) at a[r * lda + k]: op(A) = A, G_MR full rows
 G_TARGET static void g_kernel_rows(int kc, const float* a, int64_t lda, const float* bp, int64_t ldb, float* C,
                                    int64_t ldc, int h, int w, int mode, float beta) {
-  const __mmask16 bm0 = g_mask(w), bm1 = g_mask(w - 16);
+  const __mmask16 bm0 = x_mask(w), bm1 = x_mask(w - 16);
   __m512 c[G_MR][2];
 #pragma GCC unroll 12
   for (int r = 0; r < G_MR; r++) c[r][0] = c[r][1] = _mm512_setzero_ps();
@@ -57,7 +57,7 @@ G_TARGET static void g_kernel_rows(int kc, const float* a, int64_t lda, const fl
 // element (r, k) at a[k * lda + r]: op(A) = A^T read in place, or a packed edge panel (lda = G_MR)
 G_TARGET static void g_kernel_cols(int kc, const float* a, int64_t lda, const float* bp, int64_t ldb, float* C,
                                    int64_t ldc, int h, int w, int mode, float beta) {
-  const __mmask16 bm0 = g_mask(w), bm1 = g_mask(w - 16);
+  const __mmask16 bm0 = x_mask(w), bm1 = x_mask(w - 16);
   __m512 c[G_MR][2];
 #pragma GCC unroll 12
   for (int r = 0; r < G_MR; r++) c[r][0] = c[r][1] = _mm512_setzero_ps();

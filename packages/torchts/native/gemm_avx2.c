@@ -10,12 +10,11 @@
 // last M % A2_MR rows, packed zero-padded so no read leaves A; an A2_MR x A2_NR register tile
 // (12 accumulators) sums each K block.
 #include "gemm_avx2.h"
+#include "thread_scratch.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdlib.h>
 
 #define A2_MR 6
 #define A2_NR 16
@@ -25,13 +24,6 @@
 #define A2_INPLACE_M 64 // fewer rows than this read a plain B in place
 #define A2_TARGET __attribute__((target("avx2,fma")))
 
-// Per-thread scratch (each pool thread packs its own share), freed when the thread exits.
-static __thread float* a2_bp; // packed B block, A2_KC x A2_NC
-static __thread float* a2_ep; // an M-edge A panel, A2_KC x A2_MR
-static pthread_key_t a2_key;
-static pthread_once_t a2_once = PTHREAD_ONCE_INIT;
-static void a2_free(void* p) { free(p); }
-static void a2_key_init(void) { pthread_key_create(&a2_key, a2_free); }
 
 // lanes [0, w) of a 256-bit mask
 A2_TARGET static inline __m256i a2_mask(int w) {
@@ -183,14 +175,10 @@ A2_TARGET static void a2_pack_b(int tb, const float* B, int64_t ldb, int k0, int
 // into shares any way sums exactly as one call. 0 when the scratch cannot be had (nothing written).
 A2_TARGET static int a2_sgemm(int ta, int tb, int M, int N, int K, const float* A, int64_t lda, const float* B,
                               int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (!a2_bp) { // one allocation: B block, then the edge panel
-    float* p = aligned_alloc(64, sizeof(float) * A2_KC * (A2_NC + A2_MR));
-    if (!p) return 0;
-    pthread_once(&a2_once, a2_key_init);
-    pthread_setspecific(a2_key, p);
-    a2_bp = p;
-    a2_ep = p + A2_KC * A2_NC;
-  }
+  // this thread's scratch (each pool thread packs its own share): the B block, then an M-edge A panel
+  float* const a2_bp = tts_thread_scratch(TTS_SCRATCH_GEMM_AVX2, sizeof(float) * A2_KC * (A2_NC + A2_MR));
+  if (!a2_bp) return 0;
+  float* const a2_ep = a2_bp + A2_KC * A2_NC;
   if (K == 0) {
     for (int i = 0; i < M; i++)
       for (int j = 0; j < N; j++) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];

@@ -13,9 +13,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include "avx512_tiles.h"
+#include "thread_scratch.h"
 #include <math.h>
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define G_KC 256
@@ -26,13 +25,6 @@
 #endif
 
 
-// Per-thread scratch (each pool thread packs its own share), freed when the thread exits.
-static __thread float* g_bp; // packed B block, G_KC x G_NC
-static __thread float* g_ep; // an M-edge A panel, G_KC x G_MR
-static pthread_key_t g_key;
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static void g_free(void* p) { free(p); }
-static void g_key_init(void) { pthread_key_create(&g_key, g_free); }
 
 
 // 8 rows of 8 floats (s + i*ld) -> 8 rows of 8 (d + i*dl), transposed
@@ -62,7 +54,7 @@ G_TARGET static void g_pack_b(int tb, const float* B, int64_t ldb, int k0, int k
     const int w = nc - jp < G_NR ? nc - jp : G_NR;
     float* d = dst + (int64_t)jp * kc;
     if (!tb) {
-      const __mmask16 m0 = g_mask(w), m1 = g_mask(w - 16);
+      const __mmask16 m0 = x_mask(w), m1 = x_mask(w - 16);
       for (int k = 0; k < kc; k++) {
         const float* s = B + (int64_t)(k0 + k) * ldb + j0 + jp;
         _mm512_store_ps(d + k * G_NR, _mm512_maskz_loadu_ps(m0, s));
@@ -90,14 +82,10 @@ G_TARGET static void g_pack_b(int tb, const float* B, int64_t ldb, int k0, int k
 // 0 when the scratch cannot be had (nothing written).
 G_TARGET static int g_sgemm(int ta, int tb, int M, int N, int K, const float* A, int64_t lda, const float* B,
                             int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (!g_bp) { // one allocation: B block, then the edge panel
-    float* p = aligned_alloc(64, sizeof(float) * G_KC * (G_NC + G_MR));
-    if (!p) return 0;
-    pthread_once(&g_once, g_key_init);
-    pthread_setspecific(g_key, p);
-    g_bp = p;
-    g_ep = p + G_KC * G_NC;
-  }
+  // this thread's scratch (each pool thread packs its own share): the B block, then an M-edge A panel
+  float* const g_bp = tts_thread_scratch(TTS_SCRATCH_GEMM_AVX512, sizeof(float) * G_KC * (G_NC + G_MR));
+  if (!g_bp) return 0;
+  float* const g_ep = g_bp + G_KC * G_NC;
   if (K == 0) {
     for (int i = 0; i < M; i++)
       for (int j = 0; j < N; j++) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];

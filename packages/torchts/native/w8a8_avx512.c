@@ -13,8 +13,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#include <pthread.h>
-#include <stdlib.h>
+#include "avx512_math.h"
+#include "thread_scratch.h"
 #include <string.h>
 
 #define W_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512vnni,fma")))
@@ -28,14 +28,6 @@
 #define W_MR 12
 #define W_NR 32
 
-static __thread uint8_t* w_buf; // packed panel [Kp / 4][32][4], then column sums and scales per group
-static __thread int64_t w_cap;
-static pthread_key_t w_key;
-static pthread_once_t w_once = PTHREAD_ONCE_INIT;
-static void w_free(void* p) { free(p); }
-static void w_key_init(void) { pthread_key_create(&w_key, w_free); }
-
-static inline __mmask16 w_mask(int w) { return w >= 16 ? 0xffff : w <= 0 ? 0 : (__mmask16)((1u << w) - 1); }
 
 W_TARGET void tts_q8_rows_avx512(const float* x, int64_t ldx, int K, uint8_t* xu, int64_t ldu, int Kp, float* sx,
                                  int lo, int hi) {
@@ -45,7 +37,7 @@ W_TARGET void tts_q8_rows_avx512(const float* x, int64_t ldx, int K, uint8_t* xu
     __m512 m = _mm512_setzero_ps();
     __mmask16 nan = 0;
     for (int k = 0; k < K; k += 16) {
-      const __m512 v = _mm512_maskz_loadu_ps(w_mask(K - k), r + k);
+      const __m512 v = _mm512_maskz_loadu_ps(x_mask(K - k), r + k);
       nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
       m = _mm512_max_ps(m, _mm512_abs_ps(v));
     }
@@ -56,14 +48,14 @@ W_TARGET void tts_q8_rows_avx512(const float* x, int64_t ldx, int K, uint8_t* xu
     const __m512 sv = _mm512_set1_ps(s);
     uint8_t* d = xu + i * ldu;
     for (int k = 0; k < Kp; k += 16) {
-      const __mmask16 mk = w_mask(K - k);
+      const __mmask16 mk = x_mask(K - k);
       __m512 t = _mm512_div_ps(_mm512_maskz_loadu_ps(mk, r + k), sv);
       t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q), _mm512_setzero_ps());
       t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
       // q + 128 as a byte; past K (up to Kp) q is 0
       const __m512i q = _mm512_add_epi32(_mm512_maskz_mov_epi32(mk, _mm512_cvttps_epi32(t)), _mm512_set1_epi32(128));
-      _mm_mask_storeu_epi8(d + k, w_mask(Kp - k), _mm512_cvtepi32_epi8(q));
+      _mm_mask_storeu_epi8(d + k, x_mask(Kp - k), _mm512_cvtepi32_epi8(q));
     }
   }
 }
@@ -77,7 +69,7 @@ W_TARGET static void w_pack(const int8_t* q, int K, int Kp, int gs, const float*
   const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512i ones = _mm512_set1_epi8(1);
   for (int h = 0; h < 2; h++) {
-    const __mmask16 cm = w_mask(w - 16 * h);
+    const __mmask16 cm = x_mask(w - 16 * h);
     const __m512i idx = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(K));
     const int8_t* base = q + (int64_t)(n0 + 16 * h) * K;
     const int tf = K / 4; // whole quads inside every row
@@ -147,7 +139,7 @@ W_TARGET W_NO_PRE static void w_tile(const tts_w8a8_t* a, const uint8_t* p, int 
       _mm512_store_ps(tr + 16, _mm512_add_ps(_mm512_load_ps(tr + 16), _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(c[r][1], k1)), s1)));
     }
   }
-  const __mmask16 m0 = w_mask(w), m1 = w_mask(w - 16);
+  const __mmask16 m0 = x_mask(w), m1 = x_mask(w - 16);
   __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
   if (a->bias) b0 = _mm512_maskz_loadu_ps(m0, a->bias + n0), b1 = _mm512_maskz_loadu_ps(m1, a->bias + n0 + 16);
 #pragma GCC unroll 12
@@ -172,15 +164,9 @@ int tts_vnni_usable(void) {
 int tts_w8a8_avx512(const tts_w8a8_t* a, int n_lo, int n_hi) {
   const int G = a->K / a->gs;
   const int64_t need = (int64_t)a->Kp / 4 * 128 + (int64_t)G * W_NR * 8 + 64;
-  if (need > w_cap) {
-    uint8_t* p = aligned_alloc(64, (size_t)((need + 63) / 64 * 64));
-    if (!p) return 0;
-    pthread_once(&w_once, w_key_init);
-    free(w_buf);
-    pthread_setspecific(w_key, p);
-    w_buf = p;
-    w_cap = need;
-  }
+  // this thread's packed panel [Kp / 4][32][4], then column sums and scales per group
+  uint8_t* const w_buf = tts_thread_scratch(TTS_SCRATCH_W8A8, (size_t)need);
+  if (!w_buf) return 0;
   for (int n0 = n_lo; n0 < n_hi; n0 += W_NR) {
     const int w = n_hi - n0 < W_NR ? n_hi - n0 : W_NR;
     w_pack(a->q, a->K, a->Kp, a->gs, a->s, G, n0, w, w_buf);

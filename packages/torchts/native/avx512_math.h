@@ -1,9 +1,12 @@
-// e^x on AVX-512 vectors, shared by torchts' attention kernels (attention_avx512.c for long
-// queries, attention_decode_avx512.c for decode): the softmax's exponentials, where every
-// argument is a score minus its row's running max. Included inside each file's x86-64 / GCC
-// section; static.
+// Small AVX-512 helpers shared by torchts' native kernels: lane masks for a row's tail (GEMM tiles,
+// attention, int8 GEMM) and e^x for the attention kernels' softmax (attention_avx512.c for long
+// queries, attention_decode_avx512.c for decode), where every argument is a score minus its row's
+// running max. Included inside each file's x86-64 / GCC section; static.
 #pragma once
 #include <immintrin.h>
+
+// lanes [0, w) of a 16-lane mask (none for w <= 0, all for w >= 16)
+static inline __mmask16 x_mask(int w) { return w >= 16 ? 0xffff : w <= 0 ? 0 : (__mmask16)((1u << w) - 1); }
 
 #define X_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
 
