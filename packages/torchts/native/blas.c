@@ -13,6 +13,7 @@
 #include "qgemv_avx2.h"
 #include "w8a8_avx512.h"
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,19 +58,42 @@ static void run_gemm(int kernel, int ta, int tb, int M, int N, int K, const floa
   else sgemm(RowMajor, ta ? Trans : NoTrans, tb ? Trans : NoTrans, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 }
 
-static void load_blas(void) {
+// OpenBLAS reads these when it loads. They are set for that moment only and taken out again
+// after, so the processes this one starts (a Python peer with its own OpenBLAS, numpy) see the
+// environment the user gave: left set, the timeout stopped PyTorch's BLAS threads from spinning.
+static int set_for_load(const char* name, const char* value) {
+  if (getenv(name)) return 0; // the user's choice stands
+  setenv(name, value, 0);
+  return 1;
+}
+
+static void open_blas(void);
+
+// once per process: each worker thread that requires the addon runs init() again, and must not
+// set and unset variables while another thread reads the environment
+static void load_blas_once(void) {
   // The server threads OpenBLAS starts when it loads spin 2^timeout cycles before sleeping (default
   // 2^28, ~0.1 s), taking a core from the wasm workers; torchts never gives them work (setThreads(1)),
   // so let them sleep at once unless the user chose otherwise.
-  setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
+  int timeout = set_for_load("OPENBLAS_THREAD_TIMEOUT", "4");
+  int coretype = 0;
 #if defined(__x86_64__)
   // OpenBLAS before 0.3.22 takes AMD's AVX-512 cores (Zen 4) for Zen 2 and runs its 256-bit
   // Haswell kernels; its SkylakeX kernels are the ones those cores can run (about 1.7x here).
   __builtin_cpu_init();
   if (__builtin_cpu_is("amd") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-    setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+    coretype = set_for_load("OPENBLAS_CORETYPE", "SkylakeX");
 #endif
+  open_blas();
+  if (timeout) unsetenv("OPENBLAS_THREAD_TIMEOUT");
+  if (coretype) unsetenv("OPENBLAS_CORETYPE");
+}
+
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static void load_blas(void) { pthread_once(&blas_once, load_blas_once); }
+
+static void open_blas(void) {
   avx512 = tts_avx512_usable();
   avx2 = tts_avx2_usable();
   vnni = tts_vnni_usable();
