@@ -296,11 +296,17 @@ function sameShapeArr(a: Shape, b: Shape): boolean {
 
 /**
  * A scope for a composite's formula (no autograd recording inside): in strict eager its ops run
- * as fused kernels (runtime/dispatch.ts runFusedRegion) and only the returned tensors stay; in
- * the other modes it is torch.scope (fused eager and torch.compile fuse the formula anyway).
+ * as fused kernels (runtime/dispatch.ts runFusedRegion) and only the returned tensors stay. Fused
+ * eager runs the formula as it is: its values are pending nodes the scheduler fuses, and a sync
+ * frees the ones it had to materialize after their last reader; disposing them here instead
+ * moved each into an orphan storage for the nodes still reading it, ~4% of a small training
+ * step's time (bench/RESULTS.md, session 20). Elsewhere (debug, torch.compile's trace) it is
+ * torch.scope.
  */
 export function compositeScope<T>(fn: () => T): T {
-  if (getEagerMode() !== "strict" || traceState.fn !== null || pendingSet.size !== 0) return scope(fn);
+  const mode = getEagerMode();
+  if (mode === "fused" && traceState.fn === null) return fn();
+  if (mode !== "strict" || traceState.fn !== null || pendingSet.size !== 0) return scope(fn);
   return runFusedRegion(fn, (r) => {
     const out: Storage[] = [];
     collectTensors(r, (t) => out.push(t._storage));
