@@ -10,6 +10,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import * as torch from "../../../src/index.js";
 import { arenaF32, cpuInfo, matmulBatchedF32, matmulF32, setNumThreads, unaryF32 } from "../../../src/device/cpu/wasm/index.js";
 import { AVX2_NAME, AVX512_NAME, blasShares, blasStats, KERNEL_CODE, setCpuBlas, type BlasKernel } from "../../../src/device/cpu/native/blas.js";
@@ -120,6 +121,20 @@ test("TORCHTS_REQUIRE_BLAS=1 (CI): the bridge is built, OpenBLAS loads, AVX-512 
   assert.equal(info.blas, avx512 ? AVX512_NAME : AVX2_NAME);
   assert.equal(info.blasReason, "");
   withKernel("openblas", () => assert.match(cpuInfo().blas, /^OpenBLAS \d+\.\d+\.\d+ .* core \w+/));
+});
+
+test("loading the bridge leaves the environment as it was: the OpenBLAS settings it loads with do not reach the processes torchts starts", { skip: addon() === null }, () => {
+  // the variables the bridge sets while OpenBLAS loads (native/blas.c load_blas); a child process
+  // loads the bridge with them unset, then with the user's own values, and prints what it sees
+  const names = ["OPENBLAS_THREAD_TIMEOUT", "OPENBLAS_CORETYPE"];
+  const script = `require(${JSON.stringify(createRequire(import.meta.url).resolve("../../../build/native/torchts_blas.node"))}).kernels();` +
+    `console.log(JSON.stringify(${JSON.stringify(names)}.map((n) => process.env[n] ?? null)))`;
+  const run = (env: Record<string, string>) => {
+    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !names.includes(k))) as Record<string, string>;
+    return JSON.parse(execFileSync(process.execPath, ["-e", script], { env: { ...base, ...env }, encoding: "utf8" })) as (string | null)[];
+  };
+  assert.deepEqual(run({}), [null, null], "set for the load only");
+  assert.deepEqual(run({ OPENBLAS_THREAD_TIMEOUT: "7", OPENBLAS_CORETYPE: "Haswell" }), ["7", "Haswell"], "the user's values stand");
 });
 
 test("blas off: info says why, and the wasm GEMM gives the same sums", { skip: !wasm }, () => {
