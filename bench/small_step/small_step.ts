@@ -5,16 +5,19 @@
 // runners start from the same weights (model.ts writes them for PyTorch) and see the same batches;
 // the torchts modes' losses must be identical. Strict and fused also run with each step in torch.scope
 // (rows "strict+scope", "fused+scope"), which frees the step's activations as it ends.
-// The torchts runners share this process (runner.ts makes them); PyTorch runs in its own
-// (small_step.py). --process-per-runner gives each torchts runner a process of its own instead,
-// as a training run has (runner.ts as a script): in one process the runners' garbage collections
-// land in each other's steps, and a full collection slows the kernels of the next few steps
-// (bench/RESULTS.md, session 18); but idle Node processes beside the running one have their own
-// background work, so the default stays one process.
-// Steps are interleaved in rounds (a few steps of each, the order rotating per round) so load from
-// other processes hits every runner alike; the median step time after the warm-up steps is
-// reported, and the mean beside it (what a training run's throughput sees: a garbage collection
-// every few steps lands in the mean, rarely in the median).
+// Each runner runs in a process of its own, as a training run does (runner.ts as a script for the
+// torchts modes, small_step.py for PyTorch); --one-process runs the torchts runners in this process
+// instead, where their garbage collections land in each other's steps and V8 compiles their shared
+// host code for all five at once (bench/RESULTS.md, sessions 18 and 20).
+// Steps are interleaved in turns (--turn steps of one runner, the order rotating per round) so load
+// from other processes hits every runner alike. Two things about a switch are kept out of the
+// numbers, for every runner alike (bench/RESULTS.md, session 20): a runner's process is waited for
+// after its turn until its threads stop (quiet.ts: PyTorch's OpenBLAS threads spin ~0.1 s of a core
+// after each turn, which the next runner's steps paid for), and the first step of every turn is
+// run but not measured (it pays for caches and threads the other runners' turns took: 10-20%
+// slower, PyTorch's included). The median step time after the warm-up steps is reported, and the
+// mean beside it (what a training run's throughput sees: a garbage collection every few steps lands
+// in the mean, rarely in the median).
 // Warm-up: torchts' host code is JavaScript that V8 compiles as it runs (a function reaches its
 // optimizing tier after enough calls, and a step calls many functions once or twice), and the wasm
 // arena grows to its working size in the first steps; a process reaches its steady step time
@@ -22,7 +25,7 @@
 // each run show it). The steady state is what a training run sees, so every runner (PyTorch too)
 // first runs --warmup steps, in the same rotation; what those steps cost is printed too (the
 // "warm-up ms" column: their mean), so the one-off price shows.
-//   node --import tsx bench/small_step/small_step.ts [--quick] [--steps N] [--warmup N] [--process-per-runner] [--python /usr/bin/python3]
+//   node --import tsx bench/small_step/small_step.ts [--quick] [--steps N] [--warmup N] [--turn N] [--one-process] [--python /usr/bin/python3]
 // Prints a table, and ROW lines (suite "small-step") for bench/run.ts.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -32,16 +35,21 @@ import * as torch from "../../packages/torchts/src/index.js";
 import { productPeak } from "../../packages/torchts/src/device/cpu/wasm/index.js";
 import { QUICK, emit, numberArg, round } from "../lib.js";
 import { CFG, batchTensors, batches, writeData } from "./model.js";
+import { untilQuiet } from "./quiet.js";
 import { makeRunner, type Mode } from "./runner.js";
 
 const MEASURED = numberArg("--steps") ?? (QUICK ? 8 : 48); // per runner, after the warm-up
 // per runner; at least 4: compile replays from its fourth call, fused's plan cache fills in the first
 const WARM = numberArg("--warmup") ?? (QUICK ? 4 : 150);
+const ROUND = numberArg("--turn") ?? (QUICK ? 4 : 8); // steps of one runner before switching to the next
 if (!(Number.isInteger(MEASURED) && MEASURED >= 1)) throw new Error(`small_step: --steps must be a positive integer, got ${MEASURED}`);
 if (!(Number.isInteger(WARM) && WARM >= 4)) throw new Error(`small_step: --warmup must be an integer of at least 4 (compile replays from its fourth call), got ${WARM}`);
-const STEPS = WARM + MEASURED;
-const ROUND = 3; // steps of one runner before switching to the next
-const ONE_PROCESS = !process.argv.includes("--process-per-runner");
+if (!(Number.isInteger(ROUND) && ROUND >= 2)) throw new Error(`small_step: --turn must be an integer of at least 2 (its first step is not measured), got ${ROUND}`);
+/** Step i is measured: past the warm-up, and not the first of its turn. */
+const measured = (i: number) => i >= WARM && i % ROUND !== 0;
+let STEPS = WARM;
+for (let n = 0; n < MEASURED; STEPS++) if (measured(STEPS)) n++;
+const ONE_PROCESS = process.argv.includes("--one-process");
 const python = process.argv.includes("--python") ? process.argv[process.argv.indexOf("--python") + 1]! : "/usr/bin/python3";
 const here = new URL(".", import.meta.url).pathname;
 const S = "small-step";
@@ -76,6 +84,7 @@ function lineWorker(cmd: string, args: string[], env: NodeJS.ProcessEnv, what: s
   py.stdin.on("error", () => {}); // writes to a dead worker: its exit is reported instead
   return {
     exit,
+    pid: py.pid,
     close: () => py.stdin.write("quit\n"),
     async ask(cmd?: string): Promise<Record<string, unknown>> {
       const got = new Promise<string>((r) => (early.length ? r(early.shift()!) : pending.push(r)));
@@ -107,12 +116,14 @@ interface Runner {
   losses: number[];
   /** Runs steps i .. i+k-1 back to back, recording each one's time and loss. */
   run(i: number, k: number): Promise<void>;
+  /** A runner in a process of its own: CPU ticks (10 ms) it burnt after its turns, while the next turn waited (quiet.ts). */
+  spinTicks: number;
 }
 const data = ONE_PROCESS ? batches(STEPS).map(batchTensors) : [];
 /** `scoped`: the eager step runs in torch.scope, which frees its activations when it ends instead of leaving them to the garbage collector. */
 const tsWorkers: ReturnType<typeof lineWorker>[] = [];
 async function tsRunner(mode: Mode, scoped = false): Promise<Runner> {
-  const r: Runner = { name: scoped ? `${mode}+scope` : mode, times: [], losses: [], run: async () => {} };
+  const r: Runner = { name: scoped ? `${mode}+scope` : mode, times: [], losses: [], run: async () => {}, spinTicks: 0 };
   const record = (got: { times: number[]; losses: number[] }) => {
     r.times.push(...got.times);
     r.losses.push(...got.losses);
@@ -126,16 +137,20 @@ async function tsRunner(mode: Mode, scoped = false): Promise<Runner> {
   tsWorkers.push(w);
   const hi = await w.ask();
   if (hi.threads !== PEER_THREADS) throw new Error(`small_step: the ${r.name} runner runs ${String(hi.threads)} threads, not ${PEER_THREADS}`);
-  r.run = async (_i, k) => record((await w.ask(`run ${k}`)) as { times: number[]; losses: number[] });
+  r.run = async (_i, k) => {
+    record((await w.ask(`run ${k}`)) as { times: number[]; losses: number[] });
+    r.spinTicks += await untilQuiet(w.pid);
+  };
   return r;
 }
 function pyRunner(name: string, w: ReturnType<typeof pyWorker>): Runner {
   const r: Runner = {
-    name, times: [], losses: [],
+    name, times: [], losses: [], spinTicks: 0,
     async run(_i, k) {
       const got = (await w.ask(`run ${k}`)) as { times: number[]; losses: number[] };
       r.times.push(...got.times);
       r.losses.push(...got.losses);
+      r.spinTicks += await untilQuiet(w.pid); // its BLAS threads spin on after the turn: not in the next runner's steps
     },
   };
   return r;
@@ -158,7 +173,7 @@ const wallS = (performance.now() - t0) / 1000;
 
 // ---- report ----
 const median = (a: number[]) => [...a].sort((p, q) => p - q)[a.length >> 1]!;
-const steady = (r: Runner) => r.times.slice(WARM);
+const steady = (r: Runner) => r.times.filter((_, i) => measured(i));
 const ptMs = pyError ? NaN : median(steady(pt));
 const same = runners.every((r) => r.losses.every((l, i) => Object.is(l, runners[0]!.losses[i])));
 const firstN = Math.min(10, STEPS);
@@ -168,7 +183,7 @@ const dFirst = maxDiff(firstN), dAll = maxDiff(STEPS);
 const peak = [productPeak(), productPeak()].reduce((p, q) => (q && (!p || q.flops > p.flops) ? q : p), null);
 const lossNote = `losses across torchts modes ${same ? "identical" : "DIFFER"}` +
   (pyError ? "" : `; max abs(torchts - PyTorch) ${dFirst.toExponential(1)} over the first ${firstN} steps, ${dAll.toExponential(1)} over ${STEPS}`);
-console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${MEASURED} measured steps per runner after ${WARM} warm-up steps, ${ROUND} per turn, ${ONE_PROCESS ? "the torchts runners in one process" : "each runner in its own process"}, ${wallS.toFixed(1)} s`);
+console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${MEASURED} measured steps per runner after ${WARM} warm-up steps, ${ROUND} per turn (the first not measured), ${ONE_PROCESS ? "the torchts runners in one process" : "each runner in its own process"}, ${wallS.toFixed(1)} s`);
 console.log(`load average ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end (${cpus().length} cores)${Math.max(load0, loadavg()[0]!) > 1.5 ? ": other processes shared the cores; PyTorch's OpenMP threads suffer most (a preempted thread stalls the barrier)" : ""}`);
 console.log(`${pyError ? `PyTorch unavailable (${pyError})` : `PyTorch ${hello.torch} eager, ${hello.threads} threads`}; torchts ${torch.backends.cpu.getNumThreads()} threads; FMA peak ${peak ? round(peak.flops / 1e9) : "?"} GFLOP/s (${peak?.threads ?? "?"} threads, ${peak?.unit ?? "?"}); ${(flopsPerStep / 1e6).toFixed(0)} MFLOP/step (matmuls)`);
 {
@@ -203,10 +218,23 @@ if (!same) for (const r of runners) console.log(`  ${r.name}: ${r.losses.map((l)
 // included), so a run shows whether the measured steps were past the warm-up
 {
   const BLOCK = 24;
-  console.log(`step ms by blocks of ${BLOCK} steps per runner (median of each; the last ${MEASURED} steps are the measured ones):`);
+  console.log(`step ms by blocks of ${BLOCK} steps per runner (median of each; the measured steps are those after the first ${WARM}, less the first of each turn):`);
   for (const r of [...runners, ...peers]) {
     const meds: string[] = [];
     for (let b = 0; b < r.times.length; b += BLOCK) meds.push(median(r.times.slice(b, b + BLOCK)).toFixed(1));
     console.log(`  ${r.name.padEnd(14)} ${meds.join(" ")}`);
+  }
+}
+{
+  const turns = Math.ceil(STEPS / ROUND);
+  const spun = [...runners, ...peers].filter((r) => r.spinTicks > 0).map((r) => `${r.name} ${((10 * r.spinTicks) / turns).toFixed(0)} ms`);
+  if (spun.length) console.log(`CPU time runner processes burnt after their turns, waited out before the next turn (quiet.ts), per turn: ${spun.join(", ")}`);
+}
+// the first step of a turn follows another runner's turn: what the switch costs shows here
+{
+  console.log(`step ms after the warm-up by position in the turn (median of each; the first is not measured):`);
+  for (const r of [...runners, ...peers]) {
+    const pos = Array.from({ length: ROUND }, (_, p) => median(r.times.filter((_, i) => i >= WARM && i % ROUND === p)).toFixed(2));
+    console.log(`  ${r.name.padEnd(14)} ${pos.join(" ")}`);
   }
 }
