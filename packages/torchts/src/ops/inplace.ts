@@ -30,8 +30,12 @@ export function checkNoOverlap(t: Tensor, name: string): void {
     );
 }
 
-/** Write `value` (broadcast and cast to t's shape/dtype) into t; the core of every `op_`. */
-export function inplaceSet(t: Tensor, value: TensorLike, name: string): Tensor {
+/**
+ * Write `value` (broadcast and cast to t's shape/dtype) into t; the core of every `op_`. `owned`:
+ * value is a temporary the caller made and no one else holds, which t may take over as it is;
+ * otherwise (a tensor of the user's: copy_'s source) t gets a copy.
+ */
+export function inplaceSet(t: Tensor, value: TensorLike, name: string, owned = false): Tensor {
   checkLeaf(t, name);
   checkNoOverlap(t, name);
   const v = value instanceof Tensor ? value : scalarTensor(value, t.dtype, t.device);
@@ -42,12 +46,13 @@ export function inplaceSet(t: Tensor, value: TensorLike, name: string): Tensor {
   const born = Storage.created; // storages made from here on are this write's own temporaries
   const track = isGradEnabled() && (v.requiresGrad || t.requiresGrad);
   const r = contiguous(expand(cast(v, t.dtype), t.shape));
-  const full = r === v || r._storage === t._storage ? M._impl.add(r, 0) : r; // never alias the destination
+  // never alias the destination, nor a value someone else holds
+  const full = (r === v && !owned) || r._storage === t._storage ? M._impl.add(r, 0) : r;
   // a view over all of its storage with no autograd to rebase (an optimizer step on a parameter
   // made by .view()) is written like the base itself: no stridedScatter of the old contents
   if (coversStorage(t) && (!t._base || !track)) {
     const fresh = full._offset === 0 && full.numel() === full._storage.numel ? full : contiguous(M._impl.add(full, 0));
-    if (!track && fresh._storage.serial > born && copyIntoInPlace(t._storage, fresh._storage)) {
+    if (!track && (fresh._storage.serial > born || (owned && fresh === v)) && copyIntoInPlace(t._storage, fresh._storage)) {
       t._storage.version++;
       return t;
     }

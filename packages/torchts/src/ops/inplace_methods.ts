@@ -3,6 +3,7 @@
 // "Tensor.<name>" (registry.ts `method`), with PyTorch's method schema.
 import { category, type DType } from "../ir/dtype.js";
 import { shapeStr } from "../ir/shape.js";
+import { Storage } from "../runtime/storage.js";
 import { Tensor, type Scalar, type TensorLike } from "../tensor.js";
 import { cast } from "./core.js";
 import { copy_ as copyInto, inplaceSet } from "./inplace.js";
@@ -12,30 +13,36 @@ import { method, type Method, type Sig } from "./registry.js";
 type T = Tensor;
 type TL = TensorLike;
 
-/** PyTorch's checks of an in-place result against its destination: the shape and the dtype cast. */
-function landInplace(t: T, r: T, name: string): T {
+/**
+ * Computes `compute()` out of place and lands it in t, after PyTorch's checks of an in-place result
+ * against its destination (the shape and the dtype cast). A result made by compute() (a storage
+ * created since it started) is a temporary no one else holds: t takes it over instead of a copy.
+ */
+function landInplace(t: T, compute: () => T, name: string): T {
+  const since = Storage.created;
+  const r = compute();
   if (r.ndim !== t.ndim || r.shape.some((n, i) => n !== t.shape[i]))
     throw new Error(`${name}: output with shape ${shapeStr(t.shape)} doesn't match the broadcast shape ${shapeStr(r.shape)}`);
   if (category(r.dtype) > category(t.dtype))
     throw new Error(`${name}: result type ${r.dtype} can't be cast to the desired output type ${t.dtype}`);
-  return inplaceSet(t, r, name);
+  return inplaceSet(t, r, name, r._storage.serial > since);
 }
 
-const unaryInplace = (name: string, f: (x: T) => T) => method(name, `${name}(Tensor self) -> Tensor`, (t: T) => landInplace(t, f(t), name));
+const unaryInplace = (name: string, f: (x: T) => T) => method(name, `${name}(Tensor self) -> Tensor`, (t: T) => landInplace(t, () => f(t), name));
 
 method("add_", "add_(Tensor self, TensorLike other, *, Scalar alpha=1) -> Tensor", (t: T, o: TL, alpha: Scalar) =>
-  landInplace(t, I.add(t, o, alpha), "add_"),
+  landInplace(t, () => I.add(t, o, alpha), "add_"),
 );
 method("sub_", "sub_(Tensor self, TensorLike other, *, Scalar alpha=1) -> Tensor", (t: T, o: TL, alpha: Scalar) =>
-  landInplace(t, I.sub(t, o, alpha), "sub_"),
+  landInplace(t, () => I.sub(t, o, alpha), "sub_"),
 );
-method("mul_", "mul_(Tensor self, TensorLike other) -> Tensor", (t: T, o: TL) => landInplace(t, I.mul(t, o), "mul_"));
+method("mul_", "mul_(Tensor self, TensorLike other) -> Tensor", (t: T, o: TL) => landInplace(t, () => I.mul(t, o), "mul_"));
 method(
   "div_",
   "div_(Tensor self, TensorLike other, *, str{trunc,floor}? roundingMode=None) -> Tensor",
-  (t: T, o: TL, m: "trunc" | "floor" | null) => landInplace(t, I.div(t, o, m), "div_"),
+  (t: T, o: TL, m: "trunc" | "floor" | null) => landInplace(t, () => I.div(t, o, m), "div_"),
 );
-method("pow_", "pow_(Tensor self, TensorLike exponent) -> Tensor", (t: T, e: TL) => landInplace(t, I.pow(t, e), "pow_"));
+method("pow_", "pow_(Tensor self, TensorLike exponent) -> Tensor", (t: T, e: TL) => landInplace(t, () => I.pow(t, e), "pow_"));
 unaryInplace("neg_", I.neg);
 unaryInplace("exp_", I.exp);
 unaryInplace("sqrt_", I.sqrt);
@@ -44,16 +51,16 @@ unaryInplace("relu_", I.relu);
 unaryInplace("sigmoid_", I.sigmoid);
 unaryInplace("tanh_", I.tanh);
 method("clamp_", "clamp_(Tensor self, TensorLike? min=None, TensorLike? max=None) -> Tensor", (t: T, lo: TL | null, hi: TL | null) =>
-  landInplace(t, I.clamp(t, lo, hi), "clamp_"),
+  landInplace(t, () => I.clamp(t, lo, hi), "clamp_"),
 );
 method("lerp_", "lerp_(Tensor self, Tensor end, TensorLike weight) -> Tensor", (t: T, e: T, w: TL) =>
-  landInplace(t, I.lerp(t, e, w), "lerp_"),
+  landInplace(t, () => I.lerp(t, e, w), "lerp_"),
 );
 method("addcmul_", "addcmul_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", (t: T, a: T, b: T, v: Scalar) =>
-  landInplace(t, I.addcmul(t, a, b, v), "addcmul_"),
+  landInplace(t, () => I.addcmul(t, a, b, v), "addcmul_"),
 );
 method("addcdiv_", "addcdiv_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", (t: T, a: T, b: T, v: Scalar) =>
-  landInplace(t, I.addcdiv(t, a, b, v), "addcdiv_"),
+  landInplace(t, () => I.addcdiv(t, a, b, v), "addcdiv_"),
 );
 
 method("zero_", "zero_(Tensor self) -> Tensor", (t: T) => inplaceSet(t, 0, "zero_"));

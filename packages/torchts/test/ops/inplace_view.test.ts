@@ -32,3 +32,33 @@ test("with autograd recording, an in-place write through a view still rebases th
   b.sum().backward();
   assert.deepEqual(Array.from((await a.grad!.data()) as Float32Array), [1, 2, 3, 4, 5, 6]);
 });
+
+test("an in-place op lands its own result without copying it; a tensor of the caller's is copied", async () => {
+  const { recordHooks } = await import("../../src/runtime/scheduler.js");
+  for (const mode of ["strict", "fused"] as const) {
+    const p = torch.arange(6, { dtype: "float32" });
+    const q = torch.ones([6]);
+    const src = torch.full([6], 5);
+    const buf = p._storage.buf;
+    let prims = 0;
+    recordHooks.prim = () => void prims++;
+    try {
+      torch.withEagerMode(mode, () => {
+        p.sub_(q); // one sub: its result becomes p's value (before: a second node copied it)
+        torch.sync();
+      });
+    } finally {
+      recordHooks.prim = null;
+    }
+    assert.equal(prims, 1, `${mode}: the primitives p.sub_(q) issued`);
+    assert.deepEqual(await p.tolist(), [-1, 0, 1, 2, 3, 4]);
+    if (mode === "strict") assert.equal(p._storage.buf, buf, "strict: p keeps its own buffer (the result is copied in and freed)");
+    torch.withEagerMode(mode, () => {
+      p.copy_(src);
+      p.add_(1); // must not reach src: copy_ took a copy
+      torch.sync();
+    });
+    assert.deepEqual(await p.tolist(), [6, 6, 6, 6, 6, 6], mode);
+    assert.deepEqual(await src.tolist(), [5, 5, 5, 5, 5, 5], `${mode}: copy_'s source untouched`);
+  }
+});
