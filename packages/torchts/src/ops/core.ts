@@ -20,6 +20,13 @@ export function edgeOf(t: Tensor): Edge {
 }
 
 const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+// grad_fn names of the elementwise families ("MulBackward0"), made once per op instead of per call
+const backwardNames = new Map<string, string>();
+function backwardName(op: string): string {
+  let n = backwardNames.get(op);
+  if (n === undefined) backwardNames.set(op, (n = `${cap(op)}Backward0`));
+  return n;
+}
 
 /** Attach an autograd node to `out` when grad mode is on and an input requires grad. */
 export function attach(
@@ -274,7 +281,7 @@ export function unary(op: UnaryOp, x: Tensor): Tensor {
   if (!rule) return out;
   // save only what the gradient reads, so in-place updates of unneeded values stay legal
   const saved = NO_SAVE.has(op) ? [null, null] : SAVE_Y.has(op) ? [null, out] : [x, null];
-  return attach(out, `${cap(op)}Backward0`, [x], saved, ([g], [xs, ys]) => [rule(g!, xs!, ys!)]);
+  return attach(out, backwardName(op), [x], saved, ([g], [xs, ys]) => [rule(g!, xs!, ys!)]);
 }
 
 const COMPARE = new Set<BinaryOp>(["eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor"]);
@@ -347,7 +354,7 @@ export function binary(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
           : op === "pow"
             ? [a, b, bg ? out : null]
             : [a, b, null];
-  return attach(out, `${cap(op)}Backward0`, [a, b], saved, ([g], [as, bs, ys]) => {
+  return attach(out, backwardName(op), [a, b], saved, ([g], [as, bs, ys]) => {
     const [ga, gb] = rule(g!, as!, bs!, ys!);
     return [a.requiresGrad && ga ? sumToShape(ga, a.shape) : null, b.requiresGrad && gb ? sumToShape(gb, b.shape) : null];
   });
@@ -403,7 +410,7 @@ export function reduce(op: ReduceOp, x: Tensor, axes: number[], keepdim: boolean
   const out = keepdim ? raw : new Tensor(raw._storage, x.shape.filter((_, i) => !axes.includes(i)));
   if (op !== "sum" && op !== "prod" && op !== "max" && op !== "min") return out;
   const saved = op === "sum" ? [null, null] : [x, out];
-  return attach(out, `${cap(op)}Backward0`, [x], saved, ([g], [xs, ys]) => {
+  return attach(out, backwardName(op), [x], saved, ([g], [xs, ys]) => {
     const ge = expand(reshape(g!, kshape), x.shape);
     if (op === "sum") return [ge];
     const yk = expand(reshape(ys!, kshape), x.shape);

@@ -220,7 +220,15 @@ function buildPlan(dev: DevicePlugin, sts: Storage[], pends: Pending[], pos: Map
 // compared on a hit. Building one long string per flush cost ~1 MB of garbage per training step.
 const nodeIds = new Map<string, number>(); // device names
 let planGeneration = nodeIdGeneration;
-const seq: number[] = [];
+// seq[0, seqLen) is the current key; the array only grows (setting an array's length to 0 frees
+// its backing store in V8, and the pushes then reallocated it, ~65 KB a small training step)
+let seq: number[] = new Array<number>(1024).fill(0);
+let seqLen = 0;
+
+function put(x: number): void {
+  if (seqLen === seq.length) seq = seq.concat(new Array<number>(seq.length).fill(0));
+  seq[seqLen++] = x;
+}
 
 function planKey(dev: DevicePlugin, pends: Pending[], pos: Map<Storage, number>, targets: Set<Storage>, sts: Storage[]): string {
   if (nodeIds.size > 1 << 10 || planGeneration !== nodeIdGeneration) {
@@ -229,25 +237,27 @@ function planKey(dev: DevicePlugin, pends: Pending[], pos: Map<Storage, number>,
     plans.clear();
     planGeneration = nodeIdGeneration;
   }
-  seq.length = 0;
-  seq.push(internNode(dev.name));
+  seqLen = 0;
+  put(internNode(dev.name));
   for (let j = 0; j < pends.length; j++) {
     const p = pends[j]!;
-    seq.push(nodeId(p.node), p.inputs.length);
+    put(nodeId(p.node));
+    put(p.inputs.length);
     for (const v of p.inputs) {
       const q = pos.get(v.storage);
-      seq.push(q === undefined ? -1 : q, q === undefined ? 0 : v.offset);
+      put(q === undefined ? -1 : q);
+      put(q === undefined ? 0 : v.offset);
     }
-    seq.push(targets.has(sts[j]!) || sts[j]!.persistent ? 1 : keep(sts[j]!) ? 2 : 0);
+    put(targets.has(sts[j]!) || sts[j]!.persistent ? 1 : keep(sts[j]!) ? 2 : 0);
   }
   let h1 = 0x811c9dc5 | 0, h2 = 0x9e3779b9 | 0;
-  for (let i = 0; i < seq.length; i++) {
+  for (let i = 0; i < seqLen; i++) {
     const x = seq[i]!;
     h1 = Math.imul(h1 ^ x, 0x01000193);
     h2 = Math.imul(h2 ^ (x + i), 0x5bd1e995);
     h2 ^= h2 >>> 15;
   }
-  return `${h1 >>> 0}.${h2 >>> 0}.${seq.length}`;
+  return `${h1 >>> 0}.${h2 >>> 0}.${seqLen}`;
 }
 
 function internNode(k: string): number {
@@ -257,7 +267,7 @@ function internNode(k: string): number {
 }
 
 function sameSeq(a: readonly number[]): boolean {
-  if (a.length !== seq.length) return false;
+  if (a.length !== seqLen) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== seq[i]) return false;
   return true;
 }
@@ -285,7 +295,7 @@ export function flushGraph(targets: Storage[], single: (st: Storage, p: Pending,
   } else {
     stats.planMisses++;
     if (logOn("graph")) log("graph", pends.map((p, j) => `%${j} = ${nodeKey(p.node)}(${p.inputs.map((v) => (pos.has(v.storage) ? `%${pos.get(v.storage)}` : "ext")).join(", ")})`).join("\n"));
-    plan = { ...buildPlan(dev, sts, pends, pos, tset), seq: seq.slice() };
+    plan = { ...buildPlan(dev, sts, pends, pos, tset), seq: seq.slice(0, seqLen) };
     plans.set(key, plan);
     if (plans.size > MAX_PLANS) plans.delete(plans.keys().next().value!);
   }

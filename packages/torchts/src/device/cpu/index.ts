@@ -48,6 +48,8 @@ function hostMemoryBytes(): number {
   return hostMemory;
 }
 
+const EMPTY_ARR: Arr = new Float32Array(0);
+
 function arenaArray(dtype: DType, n: number): CpuBuffer | null {
   const rt = wasmRuntime();
   if (!rt) return null;
@@ -72,14 +74,26 @@ function compileFused(graph: FusedGraph, source?: string): Executable & { source
   const src = source ?? fusedSource(graph);
   const k = loadFused(src);
   if (graph.kind === "matmul") return matmulWithEpilogue(graph, src, k);
+  // argument arrays kept with the executable (a fused eager step runs ~100 of these kernels, and
+  // three fresh arrays per call were ~45 KB of garbage a small training step); emptied after each
+  // call, so they hold no buffer between calls
+  const outs: Arr[] = [], ins: Arr[] = [], offs: number[] = [];
   return {
     source: src,
     run(inputs: KernelArg[], outputs: DeviceBuffer[]) {
-      k(
-        outputs.map((b) => (b as CpuBuffer).data as Arr),
-        inputs.map((a) => (a.buf as CpuBuffer).data as Arr),
-        inputs.map((a) => a.offset),
-      );
+      for (let i = 0; i < outputs.length; i++) outs[i] = (outputs[i] as CpuBuffer).data as Arr;
+      for (let i = 0; i < inputs.length; i++) {
+        ins[i] = (inputs[i]!.buf as CpuBuffer).data as Arr;
+        offs[i] = inputs[i]!.offset;
+      }
+      outs.length = outputs.length;
+      ins.length = offs.length = inputs.length;
+      try {
+        k(outs, ins, offs);
+      } finally {
+        outs.fill(EMPTY_ARR);
+        ins.fill(EMPTY_ARR);
+      }
     },
   };
 }
