@@ -22,8 +22,10 @@ interface Job {
 }
 const jobs: Job[] = [
   { file: "probe.ts", timeoutS: 120 },
-  // issue 18's small GPT step, torchts strict/fused/compiled and PyTorch eager interleaved in one process tree
+  // issue 18's small GPT step, torchts strict/fused/compiled and PyTorch eager in one run: each runner's
+  // steps in one go, then interleaved in turns of 8 steps
   { file: "small_step.ts", dir: "small_step", timeoutS: 300 },
+  { file: "small_step.ts", dir: "small_step", args: ["--turn", "8"], timeoutS: 300 },
   // issue 13's serving benchmark: torchts serve vs llama.cpp (node-llama-cpp in bench/transformers), 2 threads each
   { file: "serve.ts", dir: "serve", args: write ? [] : ["--no-write"], timeoutS: quick ? 420 : 1200 },
   { file: "torchts.ts", timeoutS: 600 },
@@ -80,7 +82,7 @@ for (const j of selected) {
 
 function fmtRow(r: Row): string {
   if (r.error) return `${r.suite} ${r.workload}: ERROR ${r.error}`;
-  if (r.suite === SMALL) return `${r.suite} ${r.variant ?? ""}: median ${r.medianMs} ms (best ${r.ms}) ${r.note ?? ""}`;
+  if (r.suite === SMALL) return `${r.suite} ${r.variant ?? ""}${r.workload.includes("interleaved") ? " (interleaved)" : ""}: median ${r.medianMs} ms (best ${r.ms}) ${r.note ?? ""}`;
   const v = r.gflops !== undefined ? `${r.gflops} GFLOP/s` : r.gbs !== undefined ? `${r.gbs} GB/s` : "";
   return `${r.suite} ${r.workload} ${r.variant ?? ""}: ${r.ms ?? ""} ms ${v} ${r.note ?? ""}`;
 }
@@ -120,12 +122,17 @@ for (const w of workloads) {
   const f = (v?: number) => (v === undefined ? "-" : String(v));
   lines.push(`| ${w} | ${unit} | ${f(t)} | ${f(js)} | ${f(o)} | ${f(tf)} | ${f(jx)} | ${x(t, o)} | ${x(t, wasmLib)} | ${hw && t ? ((100 * t) / hw).toFixed(0) + "%" : "n/a"} |`);
 }
-const small = rows.filter((r) => r.suite === SMALL && !r.error);
-const peer = small.find((r) => r.variant?.startsWith("pytorch") && !r.variant.endsWith("1 thread"));
-if (small.length) {
+const smallAll = rows.filter((r) => r.suite === SMALL && !r.error);
+if (smallAll.length) {
   lines.push(``, `## Small GPT training step vs PyTorch eager (same run, bench/small_step)`, ``);
   lines.push(`Vocab 96, C 128, 4 heads, 2 layers, T 64, batch 4; raw ops and plain SGD; the same initial weights and batches;`);
-  lines.push(`steps of all runners interleaved; median step time after warm-up. Peer: PyTorch eager at 2 threads (Debian python3-torch, OpenBLAS).`, ``);
+  lines.push(`each runner in its own process; median step time after warm-up; one table per way of running them (each runner's steps in one go, or interleaved in turns).`);
+  lines.push(`Peer: PyTorch eager at 2 threads (Debian python3-torch, OpenBLAS).`);
+}
+for (const w of new Set(smallAll.map((r) => r.workload))) {
+  const small = smallAll.filter((r) => r.workload === w);
+  const peer = small.find((r) => r.variant?.startsWith("pytorch") && !r.variant.endsWith("1 thread"));
+  lines.push(``, `### ${w}`, ``);
   lines.push(`| runner | median ms | best ms | PyTorch eager median ms | ratio (median) | losses |`, `|---|---|---|---|---|---|`);
   for (const r of small) {
     const isPeer = r === peer, isRef = r.variant?.startsWith("pytorch") && !isPeer;

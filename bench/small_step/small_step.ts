@@ -9,15 +9,18 @@
 // torchts modes, small_step.py for PyTorch); --one-process runs the torchts runners in this process
 // instead, where their garbage collections land in each other's steps and V8 compiles their shared
 // host code for all five at once (bench/RESULTS.md, sessions 18 and 20).
-// Steps are interleaved in turns (--turn steps of one runner, the order rotating per round) so load
-// from other processes hits every runner alike. Two things about a switch are kept out of the
-// numbers, for every runner alike (bench/RESULTS.md, session 20): a runner's process is waited for
-// after its turn until its threads stop (quiet.ts: PyTorch's OpenBLAS threads spin ~0.1 s of a core
-// after each turn, which the next runner's steps paid for), and the first step of every turn is
-// run but not measured (it pays for caches and threads the other runners' turns took: 10-20%
-// slower, PyTorch's included). The median step time after the warm-up steps is reported, and the
-// mean beside it (what a training run's throughput sees: a garbage collection every few steps lands
-// in the mean, rarely in the median).
+// By default each runner runs all its steps (warm-up, then the measured ones) in one go, one runner
+// after another (PyTorch first), as a training run does. --turn N interleaves them instead, N steps
+// of one runner before the next (the order rotating per round), so load that changes during the run
+// hits every runner alike; but a switch costs a torchts process more than PyTorch's (an idle Node
+// process comes back slower for several steps: fused eager's median was ~20% higher interleaved in
+// turns of 8 than in one go, compiled ~15%, PyTorch's the same; bench/RESULTS.md, session 20). In
+// either way, two things about a switch are kept out of the numbers, for every runner alike: a
+// runner's process is waited for after its turn until its threads stop (quiet.ts: PyTorch's
+// OpenBLAS threads spin ~0.1 s of a core after each turn, which the next runner's steps paid for),
+// and the first step of every turn is run but not measured. The median step time after the warm-up
+// steps is reported, and the mean beside it (what a training run's throughput sees: a garbage
+// collection every few steps lands in the mean, rarely in the median).
 // Warm-up: torchts' host code is JavaScript that V8 compiles as it runs (a function reaches its
 // optimizing tier after enough calls, and a step calls many functions once or twice), and the wasm
 // arena grows to its working size in the first steps; a process reaches its steady step time
@@ -41,19 +44,22 @@ import { makeRunner, type Mode } from "./runner.js";
 const MEASURED = numberArg("--steps") ?? (QUICK ? 8 : 48); // per runner, after the warm-up
 // per runner; at least 4: compile replays from its fourth call, fused's plan cache fills in the first
 const WARM = numberArg("--warmup") ?? (QUICK ? 4 : 150);
-const ROUND = numberArg("--turn") ?? (QUICK ? 4 : 8); // steps of one runner before switching to the next
+/** Steps of one runner before switching to the next (--turn); none: each runner runs all its steps in one go. */
+const TURN = numberArg("--turn");
+const SEQUENTIAL = TURN === null;
 if (!(Number.isInteger(MEASURED) && MEASURED >= 1)) throw new Error(`small_step: --steps must be a positive integer, got ${MEASURED}`);
 if (!(Number.isInteger(WARM) && WARM >= 4)) throw new Error(`small_step: --warmup must be an integer of at least 4 (compile replays from its fourth call), got ${WARM}`);
-if (!(Number.isInteger(ROUND) && ROUND >= 2)) throw new Error(`small_step: --turn must be an integer of at least 2 (its first step is not measured), got ${ROUND}`);
-/** Step i is measured: past the warm-up, and not the first of its turn. */
-const measured = (i: number) => i >= WARM && i % ROUND !== 0;
+if (!SEQUENTIAL && !(Number.isInteger(TURN) && TURN >= 2)) throw new Error(`small_step: --turn must be an integer of at least 2 (its first step is not measured), got ${TURN}`);
+/** Step i is measured: past the warm-up, and (interleaved) not the first of its turn. */
+const measured = (i: number) => i >= WARM && (SEQUENTIAL || i % TURN! !== 0);
 let STEPS = WARM;
 for (let n = 0; n < MEASURED; STEPS++) if (measured(STEPS)) n++;
+const ROUND = SEQUENTIAL ? STEPS : TURN!;
 const ONE_PROCESS = process.argv.includes("--one-process");
 const python = process.argv.includes("--python") ? process.argv[process.argv.indexOf("--python") + 1]! : "/usr/bin/python3";
 const here = new URL(".", import.meta.url).pathname;
 const S = "small-step";
-const W = "small GPT train step";
+const W = SEQUENTIAL ? "small GPT train step" : `small GPT train step, interleaved (turns of ${ROUND})`;
 
 // FLOPs per step (forward 2 per multiply-add; backward twice the forward): matmuls only
 const { V, C, L, T, B } = CFG;
@@ -161,7 +167,7 @@ const load0 = loadavg()[0]!;
 const t0 = performance.now();
 for (let done = 0, round = 0; done < STEPS; done += ROUND, round++) {
   const k = Math.min(ROUND, STEPS - done);
-  const order = pyError ? [...runners] : [...runners, pt, pt1];
+  const order = pyError ? [...runners] : SEQUENTIAL ? [pt, ...runners, pt1] : [...runners, pt, pt1];
   for (let s = 0; s < round % order.length; s++) order.push(order.shift()!); // rotate
   for (const r of order) await r.run(done, k);
 }
@@ -183,7 +189,7 @@ const dFirst = maxDiff(firstN), dAll = maxDiff(STEPS);
 const peak = [productPeak(), productPeak()].reduce((p, q) => (q && (!p || q.flops > p.flops) ? q : p), null);
 const lossNote = `losses across torchts modes ${same ? "identical" : "DIFFER"}` +
   (pyError ? "" : `; max abs(torchts - PyTorch) ${dFirst.toExponential(1)} over the first ${firstN} steps, ${dAll.toExponential(1)} over ${STEPS}`);
-console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${MEASURED} measured steps per runner after ${WARM} warm-up steps, ${ROUND} per turn (the first not measured), ${ONE_PROCESS ? "the torchts runners in one process" : "each runner in its own process"}, ${wallS.toFixed(1)} s`);
+console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${MEASURED} measured steps per runner after ${WARM} warm-up steps, ${SEQUENTIAL ? "each runner's steps in one go, one runner after another" : `${ROUND} per turn (the first not measured)`}, ${ONE_PROCESS ? "the torchts runners in one process" : "each runner in its own process"}, ${wallS.toFixed(1)} s`);
 console.log(`load average ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end (${cpus().length} cores)${Math.max(load0, loadavg()[0]!) > 1.5 ? ": other processes shared the cores; PyTorch's OpenMP threads suffer most (a preempted thread stalls the barrier)" : ""}`);
 console.log(`${pyError ? `PyTorch unavailable (${pyError})` : `PyTorch ${hello.torch} eager, ${hello.threads} threads`}; torchts ${torch.backends.cpu.getNumThreads()} threads; FMA peak ${peak ? round(peak.flops / 1e9) : "?"} GFLOP/s (${peak?.threads ?? "?"} threads, ${peak?.unit ?? "?"}); ${(flopsPerStep / 1e6).toFixed(0)} MFLOP/step (matmuls)`);
 {
@@ -218,7 +224,7 @@ if (!same) for (const r of runners) console.log(`  ${r.name}: ${r.losses.map((l)
 // included), so a run shows whether the measured steps were past the warm-up
 {
   const BLOCK = 24;
-  console.log(`step ms by blocks of ${BLOCK} steps per runner (median of each; the measured steps are those after the first ${WARM}, less the first of each turn):`);
+  console.log(`step ms by blocks of ${BLOCK} steps per runner (median of each; the measured steps are those after the first ${WARM}${SEQUENTIAL ? "" : ", less the first of each turn"}):`);
   for (const r of [...runners, ...peers]) {
     const meds: string[] = [];
     for (let b = 0; b < r.times.length; b += BLOCK) meds.push(median(r.times.slice(b, b + BLOCK)).toFixed(1));
@@ -231,7 +237,7 @@ if (!same) for (const r of runners) console.log(`  ${r.name}: ${r.losses.map((l)
   if (spun.length) console.log(`CPU time runner processes burnt after their turns, waited out before the next turn (quiet.ts), per turn: ${spun.join(", ")}`);
 }
 // the first step of a turn follows another runner's turn: what the switch costs shows here
-{
+if (!SEQUENTIAL) {
   console.log(`step ms after the warm-up by position in the turn (median of each; the first is not measured):`);
   for (const r of [...runners, ...peers]) {
     const pos = Array.from({ length: ROUND }, (_, p) => median(r.times.filter((_, i) => i >= WARM && i % ROUND === p)).toFixed(2));
