@@ -1,7 +1,7 @@
 // One torchts runner of small_step.ts: the small GPT step of model.ts in one eager mode (or
-// torch.compile of it), optionally with each step in torch.scope. small_step.ts makes its runners
-// in its own process with makeRunner; with --process-per-runner it runs each in a process of its
-// own (this file as a script) and drives it over stdin with the protocol of small_step.py:
+// torch.compile of it), optionally with each step in torch.scope. small_step.ts runs each runner in a
+// process of its own (this file as a script) and drives it over stdin with the protocol of
+// small_step.py (with --one-process it makes them in its own process with makeRunner):
 //   "run K"  -> K more steps; prints one JSON line {"times": [ms...], "losses": [...]}
 //   "quit"   -> exits
 //   node --import tsx bench/small_step/runner.ts --mode fused|strict|compiled [--scoped] --batches N --threads T
