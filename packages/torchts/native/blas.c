@@ -67,7 +67,22 @@ static int set_for_load(const char* name, const char* value) {
   return 1;
 }
 
-static void open_blas(void);
+static void open_blas(void) {
+  const char* env = getenv("TORCHTS_OPENBLAS");
+  const char* names[] = {env, "libopenblas.so.0", "libopenblasp.so.0", "libopenblas.so", "libopenblas.dylib"};
+  void* h = NULL;
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++)
+    if (names[i] && names[i][0]) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(load_error, sizeof load_error, "OpenBLAS not found (%s)", dlerror());
+    return;
+  }
+  sgemm = (sgemm_t)dlsym(h, "cblas_sgemm");
+  set_threads = (set_threads_t)dlsym(h, "openblas_set_num_threads");
+  get_config = (config_t)dlsym(h, "openblas_get_config");
+  get_corename = (config_t)dlsym(h, "openblas_get_corename");
+  if (!sgemm) snprintf(load_error, sizeof load_error, "OpenBLAS has no cblas_sgemm");
+}
 
 // once per process: each worker thread that requires the addon runs init() again, and must not
 // set and unset variables while another thread reads the environment
@@ -85,6 +100,9 @@ static void load_blas_once(void) {
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
     coretype = set_for_load("OPENBLAS_CORETYPE", "SkylakeX");
 #endif
+  avx512 = tts_avx512_usable();
+  avx2 = tts_avx2_usable();
+  vnni = tts_vnni_usable();
   open_blas();
   if (timeout) unsetenv("OPENBLAS_THREAD_TIMEOUT");
   if (coretype) unsetenv("OPENBLAS_CORETYPE");
@@ -92,26 +110,6 @@ static void load_blas_once(void) {
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void load_blas(void) { pthread_once(&blas_once, load_blas_once); }
-
-static void open_blas(void) {
-  avx512 = tts_avx512_usable();
-  avx2 = tts_avx2_usable();
-  vnni = tts_vnni_usable();
-  const char* env = getenv("TORCHTS_OPENBLAS");
-  const char* names[] = {env, "libopenblas.so.0", "libopenblasp.so.0", "libopenblas.so", "libopenblas.dylib"};
-  void* h = NULL;
-  for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++)
-    if (names[i] && names[i][0]) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(load_error, sizeof load_error, "OpenBLAS not found (%s)", dlerror());
-    return;
-  }
-  sgemm = (sgemm_t)dlsym(h, "cblas_sgemm");
-  set_threads = (set_threads_t)dlsym(h, "openblas_set_num_threads");
-  get_config = (config_t)dlsym(h, "openblas_get_config");
-  get_corename = (config_t)dlsym(h, "openblas_get_corename");
-  if (!sgemm) snprintf(load_error, sizeof load_error, "OpenBLAS has no cblas_sgemm");
-}
 
 // argument i of fn as a Float32Array / a number; 0 with a TypeError naming both when it is not
 static int f32_arg(napi_env env, const char* fn, int i, napi_value v, float** data, size_t* len) {

@@ -416,11 +416,6 @@ function resultStorages(v: unknown, out: Set<Storage>, depth: number): boolean {
 /** Storages of long-lived internal constants: no torch.scope frees them, not even through a view. */
 const pinned = new WeakSet<Storage>();
 
-/** Whether st is held beyond scopes (a cached constant, a module's attribute): never a temporary. */
-export function isHeldBeyondScopes(st: Storage): boolean {
-  return pinned.has(st);
-}
-
 /** Runs fn with no torch.scope collecting the tensor it creates, and pins its storage. */
 export function unscoped(fn: () => Tensor): Tensor {
   const [outer, outerGrads] = [liveScope, gradScope];

@@ -4,7 +4,7 @@
 import { category, type DType } from "../ir/dtype.js";
 import { shapeStr } from "../ir/shape.js";
 import { Storage } from "../runtime/storage.js";
-import { isHeldBeyondScopes, Tensor, type Scalar, type TensorLike } from "../tensor.js";
+import { Tensor, type Scalar, type TensorLike } from "../tensor.js";
 import { cast } from "./core.js";
 import { copy_ as copyInto, inplaceSet } from "./inplace.js";
 import { _impl as I } from "./math.js";
@@ -25,8 +25,7 @@ function landInplace(t: T, compute: () => T, name: string): T {
     throw new Error(`${name}: output with shape ${shapeStr(t.shape)} doesn't match the broadcast shape ${shapeStr(r.shape)}`);
   if (category(r.dtype) > category(t.dtype))
     throw new Error(`${name}: result type ${r.dtype} can't be cast to the desired output type ${t.dtype}`);
-  // (a cached constant made on the way, such as a number operand's, is new but shared)
-  return inplaceSet(t, r, name, r._storage.serial > since && !isHeldBeyondScopes(r._storage));
+  return inplaceSet(t, r, name, r._storage.serial > since);
 }
 
 const unaryInplace = (name: string, f: (x: T) => T) => method(name, `${name}(Tensor self) -> Tensor`, (t: T) => landInplace(t, () => f(t), name));

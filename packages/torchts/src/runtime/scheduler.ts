@@ -225,7 +225,7 @@ let planGeneration = nodeIdGeneration;
 let seq: number[] = new Array<number>(1024).fill(0);
 let seqLen = 0;
 
-function put(x: number): void {
+function seqPush(x: number): void {
   if (seqLen === seq.length) seq = seq.concat(new Array<number>(seq.length).fill(0));
   seq[seqLen++] = x;
 }
@@ -238,17 +238,17 @@ function planKey(dev: DevicePlugin, pends: Pending[], pos: Map<Storage, number>,
     planGeneration = nodeIdGeneration;
   }
   seqLen = 0;
-  put(internNode(dev.name));
+  seqPush(internNode(dev.name));
   for (let j = 0; j < pends.length; j++) {
     const p = pends[j]!;
-    put(nodeId(p.node));
-    put(p.inputs.length);
+    seqPush(nodeId(p.node));
+    seqPush(p.inputs.length);
     for (const v of p.inputs) {
       const q = pos.get(v.storage);
-      put(q === undefined ? -1 : q);
-      put(q === undefined ? 0 : v.offset);
+      seqPush(q === undefined ? -1 : q);
+      seqPush(q === undefined ? 0 : v.offset);
     }
-    put(targets.has(sts[j]!) || sts[j]!.persistent ? 1 : keep(sts[j]!) ? 2 : 0);
+    seqPush(targets.has(sts[j]!) || sts[j]!.persistent ? 1 : keep(sts[j]!) ? 2 : 0);
   }
   let h1 = 0x811c9dc5 | 0, h2 = 0x9e3779b9 | 0;
   for (let i = 0; i < seqLen; i++) {
