@@ -141,7 +141,8 @@ export function runBackward(
       let top = 0;
       for (let i = 1; i < ready.length; i++) if (ready[i]!.seq >= ready[top]!.seq) top = i;
       const node = ready[top]!;
-      ready.copyWithin(top, top + 1);
+      // shifted by a loop: Array.prototype.copyWithin is a generic per-element builtin
+      for (let i = top + 1; i < ready.length; i++) ready[i - 1] = ready[i]!;
       ready.pop();
       const gin = buffers.get(node) ?? [];
       buffers.delete(node);

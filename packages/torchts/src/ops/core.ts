@@ -384,7 +384,7 @@ export function where(cond: Tensor, a: Tensor, b: Tensor): Tensor {
     dev(a),
   );
   return attach(out, "WhereBackward0", [null, a, b], [cond], ([g], [c]) => {
-    const z = scalarTensor(0, g!.dtype, g!.device); // broadcast by where: no zeros the size of g
+    const z = M._scalarConstant(0, g!.dtype, g!.device); // broadcast by where: no zeros the size of g
     return [
       null,
       a.requiresGrad ? sumToShape(where(c!, g!, z), a.shape) : null,

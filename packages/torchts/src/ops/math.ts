@@ -52,6 +52,10 @@ function cachedValues(device: string, dtype: DType): ByValue {
   if (!byValue) byDtype.set(dtype, (byValue = new Map()));
   return byValue;
 }
+/** A number as a shared, never-written 0-dim constant (for other ops' formulas: maskedFill's value, where's zeros). */
+export function _scalarConstant(x: number | boolean, dtype: DType, device: string): Tensor {
+  return scalarOperand(x, dtype, device);
+}
 function scalarOperand(x: number | boolean, dtype: DType, device: string): Tensor {
   if (traceState.fn !== null || recordHooks.prim !== null) return scalarTensor(x, dtype, device);
   const v = Number(x);
