@@ -124,6 +124,49 @@ export function affineView(x: Tensor, name: string, shape: Shape, coef: number[]
   return attach(out, name, [x], [], ([g]) => [stridedScatter(g!, x.shape, shape, rel, relOffset)], {});
 }
 
+/**
+ * affineView for a permutation (output dim j is x's dim d[j]), built directly: the general path's
+ * identity matrices and row sums were ~3 us a transpose, and a training step makes dozens. Its
+ * gradient is g's inverse permutation, a view, as affineView gives.
+ */
+export function permuteView(x: Tensor, name: string, d: readonly number[]): Tensor {
+  const nd = d.length;
+  const shape = new Array<number>(nd);
+  const strides = new Array<number>(nd);
+  const inv = new Array<number>(nd);
+  for (let j = 0; j < nd; j++) {
+    const k = d[j]!;
+    shape[j] = x.shape[k]!;
+    strides[j] = x._strides[k]!;
+    inv[k] = j;
+  }
+  const out = makeView(x, shape, strides, x._offset);
+  return attach(out, name, [x], [], ([g]) => [permuteView(g!, name, inv)], {});
+}
+
+/**
+ * affineView for x[..., start : start + len * step : step, ...] along dim d, built directly (as
+ * permuteView). A slice that keeps the whole dim is affineView's identity permutation.
+ */
+export function sliceView(x: Tensor, name: string, d: number, start: number, len: number, step: number): Tensor {
+  const nd = x.ndim;
+  if (start === 0 && step === 1 && len === x.shape[d]) {
+    const id = new Array<number>(nd);
+    for (let k = 0; k < nd; k++) id[k] = k;
+    return permuteView(x, name, id);
+  }
+  const cs = contiguousStrides(x.shape);
+  const shape = x.shape.slice();
+  const strides = x._strides.slice();
+  const rel = cs.slice();
+  shape[d] = len;
+  strides[d] = x._strides[d]! * step;
+  rel[d] = cs[d]! * step;
+  const out = makeView(x, shape, strides, x._offset + start * x._strides[d]!);
+  const relOffset = start * cs[d]!;
+  return attach(out, name, [x], [], ([g]) => [stridedScatter(g!, x.shape, shape, rel, relOffset)], {});
+}
+
 /** perm[j] = the input dim output dim j reads when the affine map only permutes dims, else null. */
 function permutationOf(coef: number[][], start: number[], shape: Shape, inShape: Shape): number[] | null {
   if (coef.length !== inShape.length || start.some((v) => v !== 0)) return null;

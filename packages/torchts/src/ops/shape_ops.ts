@@ -17,7 +17,7 @@ import { installMethods, op, type Sig } from "./registry.js";
 import { outOfMemory } from "../runtime/errors.js";
 import { Storage } from "../runtime/storage.js";
 import { Tensor } from "../tensor.js";
-import { affineView, attach, cast, catPrim, edgeOf, expand as expandView, padPrim, reshape as reshapeCore, unary } from "./core.js";
+import { affineView, attach, permuteView, sliceView, cast, catPrim, edgeOf, expand as expandView, padPrim, reshape as reshapeCore, unary } from "./core.js";
 import { arange } from "./creation.js";
 import * as M from "./math.js";
 
@@ -171,8 +171,7 @@ function permuteI(x: T, dims: readonly number[]): T {
     );
   const d = dims.map((v) => normDim(v, nd));
   if (new Set(d).size !== d.length) throw new Error("permute(): duplicate dims are not allowed.");
-  const id = eye(nd);
-  return affineView(x, "PermuteBackward0", d.map((k) => x.shape[k]!), d.map((k) => id[k]!), zerosVec(nd));
+  return permuteView(x, "PermuteBackward0", d);
 }
 export const _permute = permuteI;
 
@@ -271,9 +270,7 @@ function sliceI(x: T, dim: number, start: number | null, end: number | null, ste
   s = Math.min(Math.max(s, 0), n);
   e = Math.min(Math.max(e, s), n);
   const len = Math.ceil((e - s) / step);
-  const id = eye(x.ndim);
-  const coef = id.map((r, i) => (i === d ? r.map((v) => v * step) : r));
-  return affineView(x, "SliceBackward0", x.shape.map((v, i) => (i === d ? len : v)), coef, unit(x.ndim, d, s));
+  return sliceView(x, "SliceBackward0", d, s, len, step);
 }
 
 function narrowI(x: T, dim: number, start: number, length: number): T {
