@@ -24,7 +24,7 @@ const jobs: Job[] = [
   { file: "probe.ts", timeoutS: 120 },
   // issue 18's small GPT step, torchts strict/fused/compiled and PyTorch eager in one run: each runner's
   // steps in one go, then interleaved in turns of 8 steps
-  { file: "small_step.ts", dir: "small_step", timeoutS: 300 },
+  { file: "small_step.ts", dir: "small_step", timeoutS: 600 },
   { file: "small_step.ts", dir: "small_step", args: ["--turn", "8"], timeoutS: 300 },
   // issue 13's serving benchmark: torchts serve vs llama.cpp (node-llama-cpp in bench/transformers), 2 threads each
   { file: "serve.ts", dir: "serve", args: write ? [] : ["--no-write"], timeoutS: quick ? 420 : 1200 },
@@ -126,7 +126,7 @@ const smallAll = rows.filter((r) => r.suite === SMALL && !r.error);
 if (smallAll.length) {
   lines.push(``, `## Small GPT training step vs PyTorch eager (same run, bench/small_step)`, ``);
   lines.push(`Vocab 96, C 128, 4 heads, 2 layers, T 64, batch 4; raw ops and plain SGD; the same initial weights and batches;`);
-  lines.push(`each runner in its own process; median step time after warm-up; one table per way of running them (each runner's steps in one go, or interleaved in turns).`);
+  lines.push(`each runner in its own process; median step time after warm-up; one table per way of running them (each runner's steps in one go, run twice in fresh processes with each runner, the peer too, from its pass with the lower median; or interleaved in turns).`);
   lines.push(`Peer: PyTorch eager at 2 threads (Debian python3-torch, OpenBLAS).`);
 }
 for (const w of new Set(smallAll.map((r) => r.workload))) {

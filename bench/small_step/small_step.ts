@@ -28,7 +28,7 @@
 // each run show it). The steady state is what a training run sees, so every runner (PyTorch too)
 // first runs --warmup steps, in the same rotation; what those steps cost is printed too (the
 // "warm-up ms" column: their mean), so the one-off price shows.
-//   node --import tsx bench/small_step/small_step.ts [--quick] [--steps N] [--warmup N] [--turn N] [--one-process] [--python /usr/bin/python3]
+//   node --import tsx bench/small_step/small_step.ts [--quick] [--steps N] [--warmup N] [--turn N] [--passes N] [--one-process] [--python /usr/bin/python3]
 // Prints a table, and ROW lines (suite "small-step") for bench/run.ts.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -56,6 +56,16 @@ let STEPS = WARM;
 for (let n = 0; n < MEASURED; STEPS++) if (measured(STEPS)) n++;
 const ROUND = SEQUENTIAL ? STEPS : TURN!;
 const ONE_PROCESS = process.argv.includes("--one-process");
+/**
+ * One go (no --turn): the whole sequence runs --passes times, each pass in fresh processes (warm-up
+ * included), and every runner, PyTorch too, is reported from its pass with the lowest median. The
+ * runners of one pass run minutes apart from each other, so a stretch of load on the shared cores
+ * can land on one runner's steps only; a second pass keeps such a stretch from deciding the ratio
+ * on its own (the other rows of bench/ report best-of-runs the same way). Interleaved runs hit
+ * every runner alike and run one pass.
+ */
+const PASSES = numberArg("--passes") ?? (TURN === null ? 2 : 1);
+if (!(Number.isInteger(PASSES) && PASSES >= 1)) throw new Error(`small_step: --passes must be a positive integer, got ${PASSES}`);
 const python = process.argv.includes("--python") ? process.argv[process.argv.indexOf("--python") + 1]! : "/usr/bin/python3";
 const here = new URL(".", import.meta.url).pathname;
 const S = "small-step";
@@ -101,18 +111,25 @@ function lineWorker(cmd: string, args: string[], env: NodeJS.ProcessEnv, what: s
   };
 }
 const pyWorker = (threads: number) => lineWorker(python, [`${here}small_step.py`, dir, "--threads", String(threads)], pyEnv, "small_step.py");
-const py2 = pyWorker(PEER_THREADS), py1 = pyWorker(1);
 // without PyTorch (no /usr/bin/python3 with torch), the torchts rows still run, with no ratio
 let hello: Record<string, unknown> = {};
 let pyError = "";
-try {
-  hello = await py2.ask();
-  await py1.ask();
-  if (hello.threads !== torch.backends.cpu.getNumThreads())
-    throw new Error(`PyTorch runs ${String(hello.threads)} threads, torchts ${torch.backends.cpu.getNumThreads()}: no like-for-like peer`);
-} catch (e) {
-  pyError = String((e as Error).message ?? e);
-  process.stderr.write(`small_step: PyTorch unavailable (${python}): ${pyError}; running the torchts modes only\n`);
+/** This pass's PyTorch workers (2 threads, 1 thread), started and checked; null without PyTorch. */
+async function pyWorkers(): Promise<[ReturnType<typeof pyWorker>, ReturnType<typeof pyWorker>] | null> {
+  if (pyError) return null;
+  const py2 = pyWorker(PEER_THREADS), py1 = pyWorker(1);
+  try {
+    hello = await py2.ask();
+    await py1.ask();
+    if (hello.threads !== torch.backends.cpu.getNumThreads())
+      throw new Error(`PyTorch runs ${String(hello.threads)} threads, torchts ${torch.backends.cpu.getNumThreads()}: no like-for-like peer`);
+    return [py2, py1];
+  } catch (e) {
+    pyError = String((e as Error).message ?? e);
+    process.stderr.write(`small_step: PyTorch unavailable (${python}): ${pyError}; running the torchts modes only\n`);
+    for (const w of [py2, py1]) w.close();
+    return null;
+  }
 }
 
 // ---- runners ----
@@ -127,7 +144,7 @@ interface Runner {
 }
 const data = ONE_PROCESS ? batches(STEPS).map(batchTensors) : [];
 /** `scoped`: the eager step runs in torch.scope, which frees its activations when it ends instead of leaving them to the garbage collector. */
-const tsWorkers: ReturnType<typeof lineWorker>[] = [];
+let tsWorkers: ReturnType<typeof lineWorker>[] = []; // this pass's
 async function tsRunner(mode: Mode, scoped = false): Promise<Runner> {
   const r: Runner = { name: scoped ? `${mode}+scope` : mode, times: [], losses: [], run: async () => {}, spinTicks: 0 };
   const record = (got: { times: number[]; losses: number[] }) => {
@@ -161,27 +178,52 @@ function pyRunner(name: string, w: ReturnType<typeof pyWorker>): Runner {
   };
   return r;
 }
-const pt = pyRunner("pytorch", py2), pt1 = pyRunner("pytorch-1t", py1);
-const runners = [await tsRunner("strict"), await tsRunner("fused"), await tsRunner("compiled"), await tsRunner("strict", true), await tsRunner("fused", true)];
+/** One pass: every runner in fresh processes, warm-up and measured steps (see PASSES). */
+async function runPass(): Promise<{ runners: Runner[]; pt: Runner | null; pt1: Runner | null }> {
+  tsWorkers = [];
+  const py = await pyWorkers();
+  const pt = py ? pyRunner("pytorch", py[0]) : null, pt1 = py ? pyRunner("pytorch-1t", py[1]) : null;
+  const runners = [await tsRunner("strict"), await tsRunner("fused"), await tsRunner("compiled"), await tsRunner("strict", true), await tsRunner("fused", true)];
+  for (let done = 0, round = 0; done < STEPS; done += ROUND, round++) {
+    const k = Math.min(ROUND, STEPS - done);
+    const order = !pt || !pt1 ? [...runners] : SEQUENTIAL ? [pt, ...runners, pt1] : [...runners, pt, pt1];
+    for (let s = 0; s < round % order.length; s++) order.push(order.shift()!); // rotate
+    for (const r of order) await r.run(done, k);
+  }
+  const ws = [...(py ?? []), ...tsWorkers];
+  for (const w of ws) w.close();
+  await Promise.all(ws.map((w) => w.exit));
+  return { runners, pt, pt1 };
+}
 const load0 = loadavg()[0]!;
 const t0 = performance.now();
-for (let done = 0, round = 0; done < STEPS; done += ROUND, round++) {
-  const k = Math.min(ROUND, STEPS - done);
-  const order = pyError ? [...runners] : SEQUENTIAL ? [pt, ...runners, pt1] : [...runners, pt, pt1];
-  for (let s = 0; s < round % order.length; s++) order.push(order.shift()!); // rotate
-  for (const r of order) await r.run(done, k);
-}
-for (const w of [py2, py1, ...tsWorkers]) w.close();
-await Promise.all([py2.exit, py1.exit, ...tsWorkers.map((w) => w.exit)]);
-const peers = pyError ? [] : [pt, pt1];
+const passes: Awaited<ReturnType<typeof runPass>>[] = [];
+for (let p = 0; p < PASSES; p++) passes.push(await runPass());
 rmSync(dir, { recursive: true, force: true });
 const wallS = (performance.now() - t0) / 1000;
 
 // ---- report ----
 const median = (a: number[]) => [...a].sort((p, q) => p - q)[a.length >> 1]!;
 const steady = (r: Runner) => r.times.filter((_, i) => measured(i));
+type Pass = (typeof passes)[number];
+/** The runner at one place in every pass, taken from the pass where its median step is lowest, with every pass's median. */
+function pick(get: (p: Pass) => Runner | null): { r: Runner; meds: number[] } | null {
+  const rs = passes.map(get).filter((r): r is Runner => r !== null);
+  if (!rs.length) return null;
+  const meds = rs.map((r) => median(steady(r)));
+  return { r: rs[meds.indexOf(Math.min(...meds))]!, meds };
+}
+const picked = passes[0]!.runners.map((_, i) => pick((p) => p.runners[i]!)!);
+const runners = picked.map((x) => x.r);
+const nobody: Runner = { name: "pytorch", times: [], losses: [], spinTicks: 0, run: async () => {} };
+const ptPick = pyError ? null : pick((p) => p.pt), pt1Pick = pyError ? null : pick((p) => p.pt1);
+const pt = ptPick?.r ?? nobody, pt1 = pt1Pick?.r ?? nobody;
+const peers = ptPick && pt1Pick ? [pt, pt1] : [];
+const passMeds = new Map<Runner, number[]>([...picked.map((x) => [x.r, x.meds] as const), ...(ptPick && pt1Pick ? [[pt, ptPick.meds], [pt1, pt1Pick.meds]] as const : [])]);
+const passNote = (r: Runner) => (PASSES > 1 ? `; medians of its ${PASSES} passes ${passMeds.get(r)!.map((m) => round(m)).join(", ")} ms (the lowest reported)` : "");
 const ptMs = pyError ? NaN : median(steady(pt));
-const same = runners.every((r) => r.losses.every((l, i) => Object.is(l, runners[0]!.losses[i])));
+// every torchts runner of every pass starts from the same weights and sees the same batches
+const same = passes.every((p) => p.runners.every((r) => r.losses.every((l, i) => Object.is(l, runners[0]!.losses[i]))));
 const firstN = Math.min(10, STEPS);
 const maxDiff = (n: number) => pyError ? NaN : Math.max(...runners[0]!.losses.slice(0, n).map((l, i) => Math.abs(l - pt.losses[i]!)));
 const dFirst = maxDiff(firstN), dAll = maxDiff(STEPS);
@@ -189,7 +231,7 @@ const dFirst = maxDiff(firstN), dAll = maxDiff(STEPS);
 const peak = [productPeak(), productPeak()].reduce((p, q) => (q && (!p || q.flops > p.flops) ? q : p), null);
 const lossNote = `losses across torchts modes ${same ? "identical" : "DIFFER"}` +
   (pyError ? "" : `; max abs(torchts - PyTorch) ${dFirst.toExponential(1)} over the first ${firstN} steps, ${dAll.toExponential(1)} over ${STEPS}`);
-console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${MEASURED} measured steps per runner after ${WARM} warm-up steps, ${SEQUENTIAL ? "each runner's steps in one go, one runner after another" : `${ROUND} per turn (the first not measured)`}, ${ONE_PROCESS ? "the torchts runners in one process" : "each runner in its own process"}, ${wallS.toFixed(1)} s`);
+console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${MEASURED} measured steps per runner after ${WARM} warm-up steps, ${SEQUENTIAL ? "each runner's steps in one go, one runner after another" : `${ROUND} per turn (the first not measured)`}, ${ONE_PROCESS ? "the torchts runners in one process" : "each runner in its own process"}${PASSES > 1 ? `; ${PASSES} passes, each runner reported from its pass with the lowest median` : ""}, ${wallS.toFixed(1)} s`);
 console.log(`load average ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end (${cpus().length} cores)${Math.max(load0, loadavg()[0]!) > 1.5 ? ": other processes shared the cores; PyTorch's OpenMP threads suffer most (a preempted thread stalls the barrier)" : ""}`);
 console.log(`${pyError ? `PyTorch unavailable (${pyError})` : `PyTorch ${hello.torch} eager, ${hello.threads} threads`}; torchts ${torch.backends.cpu.getNumThreads()} threads; FMA peak ${peak ? round(peak.flops / 1e9) : "?"} GFLOP/s (${peak?.threads ?? "?"} threads, ${peak?.unit ?? "?"}); ${(flopsPerStep / 1e6).toFixed(0)} MFLOP/step (matmuls)`);
 {
@@ -211,8 +253,8 @@ for (const r of [...runners, ...peers]) {
     suite: S, workload: W, variant: r === pt ? `pytorch ${hello.torch} eager` : r === pt1 ? `pytorch ${hello.torch} eager 1 thread` : `torchts ${r.name}`, ms: round(Math.min(...st)), medianMs: round(med), meanMs: round(mean(st)),
     gflops: round(flopsPerStep / (med / 1000) / 1e9),
     note: r === pt || r === pt1
-      ? `${r === pt ? "the peer" : "for reference, not the peer"}; ${r === pt ? hello.threads : 1} thread(s); first step ${round(r.times[0]!)} ms; ${WARM} warm-up steps ${round(warmMean(r))} ms on average; losses ${r.losses.slice(0, 3).map((l) => l.toFixed(5)).join(" ")} ... ${r.losses.at(-1)!.toFixed(5)}`
-      : `${pyError ? "no PyTorch peer" : `vs PyTorch eager ${round(ptMs)} ms: ${(med / ptMs).toFixed(2)}x`}; first step ${round(r.times[0]!)} ms; ${WARM} warm-up steps ${round(warmMean(r))} ms on average${pyError ? "" : ` (${(warmMean(r) / warmMean(pt)).toFixed(2)}x PyTorch's)`}; ${lossNote}`,
+      ? `${r === pt ? "the peer" : "for reference, not the peer"}; ${r === pt ? hello.threads : 1} thread(s); first step ${round(r.times[0]!)} ms; ${WARM} warm-up steps ${round(warmMean(r))} ms on average; losses ${r.losses.slice(0, 3).map((l) => l.toFixed(5)).join(" ")} ... ${r.losses.at(-1)!.toFixed(5)}${passNote(r)}`
+      : `${pyError ? "no PyTorch peer" : `vs PyTorch eager ${round(ptMs)} ms: ${(med / ptMs).toFixed(2)}x`}; first step ${round(r.times[0]!)} ms; ${WARM} warm-up steps ${round(warmMean(r))} ms on average${pyError ? "" : ` (${(warmMean(r) / warmMean(pt)).toFixed(2)}x PyTorch's)`}; ${lossNote}${passNote(r)}`,
   });
 }
 if (pyError) emit({ suite: S, workload: W, variant: "pytorch eager", error: `PyTorch unavailable (${python}): ${pyError}`.slice(0, 300) });
@@ -224,7 +266,7 @@ if (!same) for (const r of runners) console.log(`  ${r.name}: ${r.losses.map((l)
 // included), so a run shows whether the measured steps were past the warm-up
 {
   const BLOCK = 24;
-  console.log(`step ms by blocks of ${BLOCK} steps per runner (median of each; the measured steps are those after the first ${WARM}${SEQUENTIAL ? "" : ", less the first of each turn"}):`);
+  console.log(`step ms by blocks of ${BLOCK} steps per runner${PASSES > 1 ? " (its reported pass)" : ""} (median of each; the measured steps are those after the first ${WARM}${SEQUENTIAL ? "" : ", less the first of each turn"}):`);
   for (const r of [...runners, ...peers]) {
     const meds: string[] = [];
     for (let b = 0; b < r.times.length; b += BLOCK) meds.push(median(r.times.slice(b, b + BLOCK)).toFixed(1));
