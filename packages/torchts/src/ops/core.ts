@@ -103,6 +103,9 @@ function makeView(x: Tensor, shape: Shape, strides: Shape, offset: number): Tens
  * flip, unsqueeze and sliding windows. Its gradient scatters back through the same map.
  */
 export function affineView(x: Tensor, name: string, shape: Shape, coef: number[][], start: number[]): Tensor {
+  // a permutation's gradient is the inverse permutation of g: a view, no zero-filled scatter
+  const perm = permutationOf(coef, start, shape, x.shape);
+  if (perm) return permuteView(x, name, perm);
   const nd = x.ndim;
   const cs = contiguousStrides(x.shape);
   const strides = coef.map((c) => c.reduce((s, v, k) => s + v * x._strides[k]!, 0));
@@ -114,20 +117,13 @@ export function affineView(x: Tensor, name: string, shape: Shape, coef: number[]
     relOffset += start[k]! * cs[k]!;
   }
   const out = makeView(x, shape, strides, offset);
-  const perm = permutationOf(coef, start, shape, x.shape);
-  if (perm) {
-    // a permutation's gradient is the inverse permutation of g: a view, no zero-filled scatter
-    const inv = perm.map((_, k) => perm.indexOf(k));
-    const id = (k: number) => perm.map((_, j) => (j === k ? 1 : 0));
-    return attach(out, name, [x], [], ([g]) => [affineView(g!, name, x.shape, inv.map(id), perm.map(() => 0))], {});
-  }
   return attach(out, name, [x], [], ([g]) => [stridedScatter(g!, x.shape, shape, rel, relOffset)], {});
 }
 
 /**
- * affineView for a permutation (output dim j is x's dim d[j]), built directly: the general path's
- * identity matrices and row sums were ~3 us a transpose, and a training step makes dozens. Its
- * gradient is g's inverse permutation, a view, as affineView gives.
+ * The view of x with its dims permuted (output dim j is x's dim d[j]); its gradient is g's inverse
+ * permutation, a view. Built directly, not through affineView's identity matrices and row sums
+ * (~3 us a transpose, and a training step makes dozens).
  */
 export function permuteView(x: Tensor, name: string, d: readonly number[]): Tensor {
   const nd = d.length;

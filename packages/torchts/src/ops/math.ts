@@ -52,10 +52,6 @@ function cachedValues(device: string, dtype: DType): ByValue {
   if (!byValue) byDtype.set(dtype, (byValue = new Map()));
   return byValue;
 }
-/** A number as a shared, never-written 0-dim constant (for other ops' formulas: maskedFill's value, where's zeros). */
-export function _scalarConstant(x: number | boolean, dtype: DType, device: string): Tensor {
-  return scalarOperand(x, dtype, device);
-}
 function scalarOperand(x: number | boolean, dtype: DType, device: string): Tensor {
   if (traceState.fn !== null || recordHooks.prim !== null) return scalarTensor(x, dtype, device);
   const v = Number(x);
@@ -79,6 +75,8 @@ function scalarOperand(x: number | boolean, dtype: DType, device: string): Tenso
   scalarCount++;
   return t;
 }
+/** A number as a shared, never-written 0-dim constant (for other ops' formulas: maskedFill's value, where's zeros). */
+export { scalarOperand as _scalarConstant };
 
 function deviceOf2(a: TensorLike, b: TensorLike): string {
   if (a instanceof Tensor && a.ndim > 0) return a.device;
