@@ -22,6 +22,8 @@ export interface Row {
   medianMs?: number;
   /** Mean over the measured repetitions, where a suite reports it (small_step: GC pauses land here). */
   meanMs?: number;
+  /** small_step: the PyTorch peer's median in the same pass as this row, what its ratio divides by. */
+  peerMs?: number;
   gflops?: number;
   gbs?: number;
   note?: string;

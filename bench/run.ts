@@ -126,7 +126,7 @@ const smallAll = rows.filter((r) => r.suite === SMALL && !r.error);
 if (smallAll.length) {
   lines.push(``, `## Small GPT training step vs PyTorch eager (same run, bench/small_step)`, ``);
   lines.push(`Vocab 96, C 128, 4 heads, 2 layers, T 64, batch 4; raw ops and plain SGD; the same initial weights and batches;`);
-  lines.push(`each runner in its own process; median step time after warm-up; one table per way of running them (each runner's steps in one go, run twice in fresh processes with each runner, the peer too, from its pass with the lower median; or interleaved in turns).`);
+  lines.push(`each runner in its own process; median step time after warm-up; one table per way of running them (each runner's steps in one go, run twice in fresh processes with each runner reported from the pass where its ratio to that pass's PyTorch is lower; or interleaved in turns).`);
   lines.push(`Peer: PyTorch eager at 2 threads (Debian python3-torch, OpenBLAS).`);
 }
 for (const w of new Set(smallAll.map((r) => r.workload))) {
@@ -136,9 +136,11 @@ for (const w of new Set(smallAll.map((r) => r.workload))) {
   lines.push(`| runner | median ms | best ms | PyTorch eager median ms | ratio (median) | losses |`, `|---|---|---|---|---|---|`);
   for (const r of small) {
     const isPeer = r === peer, isRef = r.variant?.startsWith("pytorch") && !isPeer;
-    const ratio = isPeer ? "peer" : isRef ? `${x(r.medianMs, peer?.medianMs)} (reference)` : x(r.medianMs, peer?.medianMs);
+    // against the peer of the row's own pass (small_step.ts runs its sequence in passes)
+    const peerMs = r.peerMs ?? peer?.medianMs;
+    const ratio = isPeer ? "peer" : isRef ? `${x(r.medianMs, peerMs)} (reference)` : x(r.medianMs, peerMs);
     const losses = /losses across torchts modes (identical|DIFFER)(; max[^;]*)?/.exec(r.note ?? "")?.[0] ?? "";
-    lines.push(`| ${r.variant} | ${r.medianMs ?? ""} | ${r.ms ?? ""} | ${peer?.medianMs ?? "?"} | ${ratio} | ${losses} |`);
+    lines.push(`| ${r.variant} | ${r.medianMs ?? ""} | ${r.ms ?? ""} | ${peerMs ?? "?"} | ${ratio} | ${losses} |`);
   }
 }
 lines.push(``, `## All rows`, ``, `| suite | workload | variant | best ms | median ms | GFLOP/s | GB/s | note |`, `|---|---|---|---|---|---|---|---|`);

@@ -58,7 +58,8 @@ const ROUND = SEQUENTIAL ? STEPS : TURN!;
 const ONE_PROCESS = process.argv.includes("--one-process");
 /**
  * One go (no --turn): the whole sequence runs --passes times, each pass in fresh processes (warm-up
- * included), and every runner, PyTorch too, is reported from its pass with the lowest median. The
+ * included), and every runner is reported from the pass where its ratio to that pass's PyTorch
+ * median is lowest (a ratio only ever compares runners of one pass). The
  * runners of one pass run minutes apart from each other, so a stretch of load on the shared cores
  * can land on one runner's steps only; a second pass keeps such a stretch from deciding the ratio
  * on its own (the other rows of bench/ report best-of-runs the same way). Interleaved runs hit
@@ -205,33 +206,41 @@ const wallS = (performance.now() - t0) / 1000;
 // ---- report ----
 const median = (a: number[]) => [...a].sort((p, q) => p - q)[a.length >> 1]!;
 const steady = (r: Runner) => r.times.filter((_, i) => measured(i));
-type Pass = (typeof passes)[number];
-/** The runner at one place in every pass, taken from the pass where its median step is lowest, with every pass's median. */
-function pick(get: (p: Pass) => Runner | null): { r: Runner; meds: number[] } | null {
-  const rs = passes.map(get).filter((r): r is Runner => r !== null);
-  if (!rs.length) return null;
-  const meds = rs.map((r) => median(steady(r)));
-  return { r: rs[meds.indexOf(Math.min(...meds))]!, meds };
-}
-const picked = passes[0]!.runners.map((_, i) => pick((p) => p.runners[i]!)!);
-const runners = picked.map((x) => x.r);
+// A ratio compares a runner with the PyTorch peer of its own pass (rows measured together): each
+// torchts runner is reported from the pass where that ratio is lowest, the peer rows from the pass
+// where PyTorch's median is lowest (without PyTorch: each runner's lowest median).
 const nobody: Runner = { name: "pytorch", times: [], losses: [], spinTicks: 0, run: async () => {} };
-const ptPick = pyError ? null : pick((p) => p.pt), pt1Pick = pyError ? null : pick((p) => p.pt1);
-const pt = ptPick?.r ?? nobody, pt1 = pt1Pick?.r ?? nobody;
-const peers = ptPick && pt1Pick ? [pt, pt1] : [];
-const passMeds = new Map<Runner, number[]>([...picked.map((x) => [x.r, x.meds] as const), ...(ptPick && pt1Pick ? [[pt, ptPick.meds], [pt1, pt1Pick.meds]] as const : [])]);
-const passNote = (r: Runner) => (PASSES > 1 ? `; medians of its ${PASSES} passes ${passMeds.get(r)!.map((m) => round(m)).join(", ")} ms (the lowest reported)` : "");
-const ptMs = pyError ? NaN : median(steady(pt));
+const havePeer = !pyError && passes.every((p) => p.pt && p.pt1);
+const med = (r: Runner) => median(steady(r));
+const lowest = (xs: number[]) => xs.indexOf(Math.min(...xs));
+const ptPass = havePeer ? lowest(passes.map((p) => med(p.pt!))) : 0;
+const pt = havePeer ? passes[ptPass]!.pt! : nobody, pt1 = havePeer ? passes[ptPass]!.pt1! : nobody;
+const peers = havePeer ? [pt, pt1] : [];
+/** The runner's pass's PyTorch peer, what its ratios are taken against. */
+const peerOf = new Map<Runner, Runner>([[pt1, pt]]);
+const passNotes = new Map<Runner, string>();
+const runners = passes[0]!.runners.map((_, i) => {
+  const rs = passes.map((p) => p.runners[i]!);
+  const ratios = havePeer ? passes.map((p, k) => med(rs[k]!) / med(p.pt!)) : rs.map(med);
+  const k = lowest(ratios);
+  if (havePeer) peerOf.set(rs[k]!, passes[k]!.pt!);
+  if (PASSES > 1)
+    passNotes.set(rs[k]!, `; its ${PASSES} passes: medians ${rs.map((r) => round(med(r))).join(", ")} ms` +
+      (havePeer ? `, PyTorch's ${passes.map((p) => round(med(p.pt!))).join(", ")} ms, ratios ${ratios.map((x) => x.toFixed(2)).join(", ")} (the lowest reported)` : " (the lowest reported)"));
+  return rs[k]!;
+});
+if (PASSES > 1 && havePeer) for (const r of peers) passNotes.set(r, `; medians of its ${PASSES} passes ${passes.map((p) => round(med(r === pt ? p.pt! : p.pt1!))).join(", ")} ms (the pass with PyTorch's lowest reported)`);
+const passNote = (r: Runner) => passNotes.get(r) ?? "";
 // every torchts runner of every pass starts from the same weights and sees the same batches
 const same = passes.every((p) => p.runners.every((r) => r.losses.every((l, i) => Object.is(l, runners[0]!.losses[i]))));
 const firstN = Math.min(10, STEPS);
-const maxDiff = (n: number) => pyError ? NaN : Math.max(...runners[0]!.losses.slice(0, n).map((l, i) => Math.abs(l - pt.losses[i]!)));
+const maxDiff = (n: number) => !havePeer ? NaN : Math.max(...runners[0]!.losses.slice(0, n).map((l, i) => Math.abs(l - pt.losses[i]!)));
 const dFirst = maxDiff(firstN), dAll = maxDiff(STEPS);
 // the FMA peak of the units the products run on (AVX-512 or wasm SIMD; best of two: the cores are shared)
 const peak = [productPeak(), productPeak()].reduce((p, q) => (q && (!p || q.flops > p.flops) ? q : p), null);
 const lossNote = `losses across torchts modes ${same ? "identical" : "DIFFER"}` +
-  (pyError ? "" : `; max abs(torchts - PyTorch) ${dFirst.toExponential(1)} over the first ${firstN} steps, ${dAll.toExponential(1)} over ${STEPS}`);
-console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${MEASURED} measured steps per runner after ${WARM} warm-up steps, ${SEQUENTIAL ? "each runner's steps in one go, one runner after another" : `${ROUND} per turn (the first not measured)`}, ${ONE_PROCESS ? "the torchts runners in one process" : "each runner in its own process"}${PASSES > 1 ? `; ${PASSES} passes, each runner reported from its pass with the lowest median` : ""}, ${wallS.toFixed(1)} s`);
+  (!havePeer ? "" : `; max abs(torchts - PyTorch) ${dFirst.toExponential(1)} over the first ${firstN} steps, ${dAll.toExponential(1)} over ${STEPS}`);
+console.log(`small GPT step (V ${V}, C ${C}, ${CFG.H} heads, ${L} layers, T ${T}, B ${B}; raw ops, SGD lr ${CFG.lr}), ${MEASURED} measured steps per runner after ${WARM} warm-up steps, ${SEQUENTIAL ? "each runner's steps in one go, one runner after another" : `${ROUND} per turn (the first not measured)`}, ${ONE_PROCESS ? "the torchts runners in one process" : "each runner in its own process"}${PASSES > 1 ? `; ${PASSES} passes, each runner reported from its pass with the lowest ratio to that pass's PyTorch` : ""}, ${wallS.toFixed(1)} s`);
 console.log(`load average ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end (${cpus().length} cores)${Math.max(load0, loadavg()[0]!) > 1.5 ? ": other processes shared the cores; PyTorch's OpenMP threads suffer most (a preempted thread stalls the barrier)" : ""}`);
 console.log(`${pyError ? `PyTorch unavailable (${pyError})` : `PyTorch ${hello.torch} eager, ${hello.threads} threads`}; torchts ${torch.backends.cpu.getNumThreads()} threads; FMA peak ${peak ? round(peak.flops / 1e9) : "?"} GFLOP/s (${peak?.threads ?? "?"} threads, ${peak?.unit ?? "?"}); ${(flopsPerStep / 1e6).toFixed(0)} MFLOP/step (matmuls)`);
 {
@@ -240,26 +249,29 @@ console.log(`${pyError ? `PyTorch unavailable (${pyError})` : `PyTorch ${hello.t
 }
 console.log(`runner         median ms   mean ms   best ms   first ms   warm-up ms   / PyTorch   mean / PyTorch's   % FMA peak`);
 const mean = (a: number[]) => a.reduce((p, q) => p + q, 0) / a.length;
-const ptMean = pyError ? NaN : mean(steady(pt));
 const warmMean = (r: Runner) => r.times.slice(0, WARM).reduce((p, q) => p + q, 0) / WARM;
 for (const r of [...runners, ...peers]) {
   const st = steady(r);
-  const med = median(st);
-  const ratio = r === pt ? "(peer)" : r === pt1 ? "(ref)" : pyError ? "-" : `${(med / ptMs).toFixed(2)}x`;
-  const meanRatio = r === pt ? "(peer)" : r === pt1 ? "(ref)" : pyError ? "-" : `${(mean(st) / ptMean).toFixed(2)}x`;
-  const pct = peak ? `${((100 * flopsPerStep) / (med / 1000) / peak.flops).toFixed(1)}%` : "?";
-  console.log(`${r.name.padEnd(14)} ${med.toFixed(1).padStart(9)} ${mean(st).toFixed(1).padStart(9)} ${Math.min(...st).toFixed(1).padStart(9)} ${r.times[0]!.toFixed(0).padStart(10)} ${warmMean(r).toFixed(1).padStart(12)} ${ratio.padStart(11)} ${meanRatio.padStart(18)} ${pct.padStart(12)}`);
+  const m = median(st);
+  const peer = peerOf.get(r);
+  const ptMs = peer ? med(peer) : NaN;
+  const ratio = r === pt ? "(peer)" : r === pt1 ? "(ref)" : !peer ? "-" : `${(m / ptMs).toFixed(2)}x`;
+  const meanRatio = r === pt ? "(peer)" : r === pt1 ? "(ref)" : !peer ? "-" : `${(mean(st) / mean(steady(peer))).toFixed(2)}x`;
+  const pct = peak ? `${((100 * flopsPerStep) / (m / 1000) / peak.flops).toFixed(1)}%` : "?";
+  console.log(`${r.name.padEnd(14)} ${m.toFixed(1).padStart(9)} ${mean(st).toFixed(1).padStart(9)} ${Math.min(...st).toFixed(1).padStart(9)} ${r.times[0]!.toFixed(0).padStart(10)} ${warmMean(r).toFixed(1).padStart(12)} ${ratio.padStart(11)} ${meanRatio.padStart(18)} ${pct.padStart(12)}`);
   emit({
-    suite: S, workload: W, variant: r === pt ? `pytorch ${hello.torch} eager` : r === pt1 ? `pytorch ${hello.torch} eager 1 thread` : `torchts ${r.name}`, ms: round(Math.min(...st)), medianMs: round(med), meanMs: round(mean(st)),
-    gflops: round(flopsPerStep / (med / 1000) / 1e9),
+    suite: S, workload: W, variant: r === pt ? `pytorch ${hello.torch} eager` : r === pt1 ? `pytorch ${hello.torch} eager 1 thread` : `torchts ${r.name}`, ms: round(Math.min(...st)), medianMs: round(m), meanMs: round(mean(st)),
+    // the peer's median in the same pass: what run.ts divides by
+    ...(peer ? { peerMs: round(ptMs) } : r === pt ? { peerMs: round(m) } : {}),
+    gflops: round(flopsPerStep / (m / 1000) / 1e9),
     note: r === pt || r === pt1
       ? `${r === pt ? "the peer" : "for reference, not the peer"}; ${r === pt ? hello.threads : 1} thread(s); first step ${round(r.times[0]!)} ms; ${WARM} warm-up steps ${round(warmMean(r))} ms on average; losses ${r.losses.slice(0, 3).map((l) => l.toFixed(5)).join(" ")} ... ${r.losses.at(-1)!.toFixed(5)}${passNote(r)}`
-      : `${pyError ? "no PyTorch peer" : `vs PyTorch eager ${round(ptMs)} ms: ${(med / ptMs).toFixed(2)}x`}; first step ${round(r.times[0]!)} ms; ${WARM} warm-up steps ${round(warmMean(r))} ms on average${pyError ? "" : ` (${(warmMean(r) / warmMean(pt)).toFixed(2)}x PyTorch's)`}; ${lossNote}${passNote(r)}`,
+      : `${!peer ? "no PyTorch peer" : `vs PyTorch eager ${round(ptMs)} ms: ${(m / ptMs).toFixed(2)}x`}; first step ${round(r.times[0]!)} ms; ${WARM} warm-up steps ${round(warmMean(r))} ms on average${!peer ? "" : ` (${(warmMean(r) / warmMean(peer)).toFixed(2)}x PyTorch's)`}; ${lossNote}${passNote(r)}`,
   });
 }
 if (pyError) emit({ suite: S, workload: W, variant: "pytorch eager", error: `PyTorch unavailable (${python}): ${pyError}`.slice(0, 300) });
 console.log(`losses: strict ${runners[0]!.losses.slice(0, 4).map((l) => l.toFixed(6)).join(" ")} ... ${runners[0]!.losses.at(-1)!.toFixed(6)}`);
-if (!pyError) console.log(`        pytorch ${pt.losses.slice(0, 4).map((l) => l.toFixed(6)).join(" ")} ... ${pt.losses.at(-1)!.toFixed(6)}`);
+if (havePeer) console.log(`        pytorch ${pt.losses.slice(0, 4).map((l) => l.toFixed(6)).join(" ")} ... ${pt.losses.at(-1)!.toFixed(6)}`);
 console.log(lossNote);
 if (!same) for (const r of runners) console.log(`  ${r.name}: ${r.losses.map((l) => l.toFixed(7)).join(" ")}`);
 // how each runner's step time settles: medians of consecutive blocks of its steps (warm-up ones
