@@ -88,11 +88,17 @@ export class PreciseIndex {
   /** How many replicas hold each block (a block nobody held before is a newly computed prefix). */
   private readonly holders = new Map<string, number>();
   /**
-   * When each replica last cached a prefix no replica had (a BlockStored of at least two blocks new to
-   * all), by the event's own timestamp: the no-hit-lru scorer's shared memory, the same on every router
-   * fed by the same streams, whichever router sent the cold request.
+   * When each replica last cached a prefix no replica had, by the event's own timestamp: the no-hit-lru
+   * scorer's shared memory, the same on every router fed by the same streams, whichever router sent the
+   * cold request. A BlockStored counts when at least two of its blocks are new to all and they start
+   * nearer the chain's root than their own length: a new system prompt after a shared template header.
+   * A request that hit a cached prompt also stores new blocks, its own question, but deep in the chain;
+   * counting those (as any two new blocks once did) made every busy replica look like it had just taken
+   * a new prompt, and new prompts then piled onto the replicas that happened to be idle.
    */
   readonly coldAt = new Map<string, number>();
+  /** Each held block's position in its chain (0: the prompt's first block), from the events' parent hashes. */
+  private readonly depth = new Map<string, number>();
   lookups = 0;
   hits = 0;
 
@@ -110,16 +116,23 @@ export class PreciseIndex {
     const hashes = Array.isArray(e.block_hashes) ? e.block_hashes.filter((h): h is string => typeof h === "string") : [];
     if (e.type === "BlockStored") {
       if (Number.isInteger(e.block_size) && (e.block_size as number) > 0) r.blockSize = e.block_size as number;
-      let fresh = 0;
-      for (const h of hashes) {
-        if (!this.holders.has(h)) fresh++;
+      // an unknown parent (a stream joined after its prompt was stored) counts as the root, as before
+      const parent = typeof e.parent_block_hash === "string" ? this.depth.get(e.parent_block_hash) : undefined;
+      const base = parent === undefined ? 0 : parent + 1;
+      let fresh = 0, firstFresh = -1;
+      hashes.forEach((h, i) => {
+        if (!this.holders.has(h)) {
+          fresh++;
+          if (firstFresh < 0) firstFresh = base + i;
+          this.depth.set(h, base + i);
+        }
         if (!r.blocks.has(h)) {
           r.blocks.add(h);
           this.holders.set(h, (this.holders.get(h) ?? 0) + 1);
         }
         r.speculative.delete(h);
-      }
-      if (fresh >= 2) this.coldAt.set(replica, typeof e.ts === "number" && Number.isFinite(e.ts) ? e.ts * 1000 : Date.now());
+      });
+      if (fresh >= 2 && firstFresh < fresh) this.coldAt.set(replica, typeof e.ts === "number" && Number.isFinite(e.ts) ? e.ts * 1000 : Date.now());
     } else if (e.type === "BlockRemoved") {
       for (const h of hashes) if (r.blocks.delete(h)) this.release(h);
     } else if (e.type === "AllBlocksCleared") {
@@ -131,7 +144,10 @@ export class PreciseIndex {
   private release(h: string): void {
     const n = (this.holders.get(h) ?? 1) - 1;
     if (n > 0) this.holders.set(h, n);
-    else this.holders.delete(h);
+    else {
+      this.holders.delete(h);
+      this.depth.delete(h);
+    }
   }
 
   /** The stream (re)starts with a snapshot: forget what it said before. */

@@ -105,6 +105,31 @@ test("the precise index from KV events: stored blocks score, removed ones stop s
   assert.equal(s.cachedTokens(input("x".repeat(100), {}, { cache_salt: "t2" }), pool.replicas[3]!), 0);
 });
 
+test("no-hit-lru's shared memory: a new prompt after a shared header is cold, a cached prompt's new question is not", () => {
+  const { s } = world({ tokenizer: { remote: true } });
+  const header = "<|system|>You are".padEnd(32, " ");
+  const a = HostKVTier.keys("", [...Buffer.from(header + "a".repeat(160))], 16);
+  const b = HostKVTier.keys("", [...Buffer.from(header + "b".repeat(320))], 16);
+  // r0 computes prompt a from scratch (no parent): cold
+  s.precise.apply("r0", { type: "BlockStored", block_hashes: a, parent_block_hash: null, block_size: 16, ts: 1 });
+  assert.equal(s.precise.coldAt.get("r0"), 1000);
+  // r1 computes prompt b in chunks of 8 blocks: the first chunk's two header blocks are cached already,
+  // its six after them are new to all (cold); the next chunk, new too but deeper than its length, is the
+  // same prompt and does not move the time
+  s.precise.apply("r1", { type: "BlockStored", block_hashes: b.slice(0, 8), parent_block_hash: null, block_size: 16, ts: 2 });
+  assert.equal(s.precise.coldAt.get("r1"), 2000);
+  s.precise.apply("r1", { type: "BlockStored", block_hashes: b.slice(8, 16), parent_block_hash: b[7], block_size: 16, ts: 3 });
+  assert.equal(s.precise.coldAt.get("r1"), 2000);
+  // r0 answers a question after prompt a: three blocks new to all, but after the 12 it already had
+  const q = HostKVTier.keys("", [...Buffer.from(header + "a".repeat(160) + "question 7: what is 7 squared?".padEnd(48, "?"))], 16);
+  assert.equal(q.length, 15);
+  s.precise.apply("r0", { type: "BlockStored", block_hashes: q.slice(12), parent_block_hash: q[11], block_size: 16, ts: 4 });
+  assert.equal(s.precise.coldAt.get("r0"), 1000, "a warm request's own blocks are not a new prompt");
+  // a parent this router never saw (its stream joined late): the blocks count from the root
+  s.precise.apply("r2", { type: "BlockStored", block_hashes: ["x1", "x2", "x3"], parent_block_hash: "unknown", block_size: 16, ts: 5 });
+  assert.equal(s.precise.coldAt.get("r2"), 5000);
+});
+
 test("stale metrics count as saturated: the saturation filter leaves only fresh replicas, none when all are stale", () => {
   const { s, pool } = world();
   pool.replicas[0]!.metricsAt = Date.now() - 10_000;
