@@ -195,13 +195,10 @@ let collectionRequested = false;
  * A collection ran inside synchronous code since the last yield (collectNow, before the wasm arena
  * grew): the step makes enough garbage to need one, so the yield that ends it collects too if
  * the live memory grew by AFTER_SYNC_SLACK since, and the rest of the step's garbage does not
- * stay for the next step to stack its allocations on. Not for a few MB: each collection costs
- * ~10 ms (a mark-compact of the ~20 MB JS heap), and at 4 MiB a small strict training step
- * (13 MB of garbage a step) paid two of them every 5-6 steps, the second freeing ~7 MB (134
- * collections in 400 steps, mean step 1.5x its median; at 16 MiB: 76-80, 1.3x).
+ * stay for the next step to stack its allocations on.
  */
 let collectedSinceYield = false;
-const AFTER_SYNC_SLACK = 16 * 1024 * 1024;
+const AFTER_SYNC_SLACK = 4 * 1024 * 1024;
 
 /**
  * Ask for a collection at the next yield whatever the growth rule says: the fused scheduler
