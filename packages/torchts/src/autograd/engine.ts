@@ -198,6 +198,11 @@ export function runBackward(
       // temporaries a built-in vjp makes (not its results) are freed when it returns
       const inGrads = !freeing || node.userCode ? node.vjp(outGrads, saved, node) : scope(() => node.vjp(outGrads, saved, node));
       if (!retain) node.release();
+      // held until all are put: gradients that are views of one tensor the vjp made (a packed
+      // backward's, layerNorm's rows for the input, weight and bias) share a storage, and one
+      // summed into an existing gradient by its put must not free the others' memory
+      const builtIn = !node.userCode; // a user's vjp may return tensors it keeps: only those put are counted
+      if (builtIn) for (const g of inGrads) if (g) hold(g);
       node.next.forEach((e, i) => {
         if (!e) return;
         const g = inGrads[i];
@@ -206,6 +211,7 @@ export function runBackward(
         put(e, g);
       });
       consumed.forEach(drop); // after the puts: a gradient passed through (or a view of it) stays
+      if (builtIn) for (const g of inGrads) drop(g);
       releaseAndDecrement(node, ready, deps, retain, true);
     }
     for (let i = 0; i < callbacks.length; i++) callbacks[i]!(); // (a callback may queue more)

@@ -23,7 +23,7 @@ export type ReduceOp = "sum" | "prod" | "max" | "min" | "any" | "all";
  * Composites a device may run with its own kernel instead of their decomposition into the
  * other primitives (the op library asks `device.overrides` and decomposes otherwise).
  */
-export type CompositeName = "softmax" | "logSoftmax" | "attention" | "pagedAttention" | "conv2d" | "linearInt8" | "linearInt4" | "linearW8A8";
+export type CompositeName = "softmax" | "logSoftmax" | "layerNorm" | "layerNormBackward" | "attention" | "pagedAttention" | "conv2d" | "linearInt8" | "linearInt4" | "linearW8A8";
 /** Static attributes of a composite node (part of its cache key; never tensor values). */
 export type CompositeAttrs = Record<string, number | boolean | string | number[]>;
 

@@ -25,18 +25,33 @@ function inputs() {
   return { x: torch.randn(4, 8), w: torch.randn(8), b: torch.randn(8), W: torch.randn(6, 8), B: torch.randn(6) };
 }
 
-test("fusion: LayerNorm -> GELU -> Linear runs as 4 kernels, bit-identical to strict", async () => {
+test("fusion: LayerNorm -> GELU -> Linear runs as 4 kernels, decomposed or with the cpu's LayerNorm rows; bit-identical to strict", async () => {
   const { x, w, b, W, B } = inputs();
   const f = () => F.linear(F.gelu(F.layerNorm(x, [8], { weight: w, bias: b })), W, B);
+  // the decomposition (the cpu device's layerNorm composite switched off)
+  torch.backends.cpu.setCompositeEnabled("layerNorm", false);
+  try {
+    const { kernels, values } = await fusedKernels(f);
+    assert.deepEqual(kernels, [
+      "fused_reduction[sum,div]", // mean
+      "fused_reduction[sub,mul,sum,div,add,rsqrt]", // centered square -> var -> rstd
+      "fused_elementwise[mul,mul,add,mul,mul,erf,add,mul]", // normalize, affine, GELU
+      "fused_matmul[matmul,add]", // Linear with its bias as epilogue
+    ]);
+    assert.deepEqual(values, await torch.withEagerMode("strict", () => f().flatten().tolist()));
+  } finally {
+    torch.backends.cpu.setCompositeEnabled("layerNorm", true);
+  }
   const { kernels, values } = await fusedKernels(f);
   assert.deepEqual(kernels, [
-    "fused_reduction[sum,div]", // mean
-    "fused_reduction[sub,mul,sum,div,add,rsqrt]", // centered square -> var -> rstd
-    "fused_elementwise[mul,mul,add,mul,mul,erf,add,mul]", // normalize, affine, GELU
-    "fused_matmul[matmul,add]", // Linear with its bias as epilogue
+    "composite", // LayerNorm's rows: statistics, normalize, affine
+    // GELU: 0.5 * x apart (a group joins its latest producer's, and the two muls that read the
+    // composite read nothing of each other; decomposed, the affine was both muls' group)
+    "binary",
+    "fused_elementwise[mul,erf,add,mul]",
+    "fused_matmul[matmul,add]",
   ]);
-  const strict = torch.withEagerMode("strict", () => f().flatten().tolist());
-  assert.deepEqual(values, await strict);
+  assert.deepEqual(values, await torch.withEagerMode("strict", () => f().flatten().tolist()));
 });
 
 test("fusion: an elementwise chain is one kernel; a softmax is two reductions and one epilogue", async () => {

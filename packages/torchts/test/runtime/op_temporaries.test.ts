@@ -46,27 +46,50 @@ test("op temporaries: results in arrays and objects are kept", async () => {
 
 test("op temporaries: intermediates saved for backward are freed when backward releases them", async () => {
   const grads: Record<string, number[][]> = {};
-  for (const mode of ["strict", "fused"] as const)
-    await torch.withEagerMode(mode, async () => {
-      torch.manualSeed(1);
-      const x = torch.randn(16, 8).requiresGrad_();
-      const w = torch.randn(8).requiresGrad_();
-      F.layerNorm(x, [8], w).mul(1).sum(); // (cached scalar constants)
-      const seed = torch.tensor(1);
-      const before = live();
-      const y = F.layerNorm(x, [8], w); // saves its mean and 1/std (16 floats each), which it does not return
-      const held = live() - before;
-      const sq = y.mul(y);
-      const loss = sq.sum();
-      loss.backward(seed);
-      if (mode === "strict") {
-        assert.equal(held, bytes(y) + 2 * 16 * 4, "the saved statistics are held until backward");
-        // the statistics went with the node: what is left is what the caller holds
-        assert.equal(live() - before, bytes(y, sq, loss, x.grad!, w.grad!));
-      }
-      grads[mode] = (await x.grad!.tolist()) as number[][];
-    });
+  // the decomposed LayerNorm (the cpu's LayerNorm rows recompute the statistics in backward instead)
+  torch.backends.cpu.setCompositeEnabled("layerNorm", false);
+  try {
+    for (const mode of ["strict", "fused"] as const)
+      await torch.withEagerMode(mode, async () => {
+        torch.manualSeed(1);
+        const x = torch.randn(16, 8).requiresGrad_();
+        const w = torch.randn(8).requiresGrad_();
+        F.layerNorm(x, [8], w).mul(1).sum(); // (cached scalar constants)
+        const seed = torch.tensor(1);
+        const before = live();
+        const y = F.layerNorm(x, [8], w); // saves its mean and 1/std (16 floats each), which it does not return
+        const held = live() - before;
+        const sq = y.mul(y);
+        const loss = sq.sum();
+        loss.backward(seed);
+        if (mode === "strict") {
+          assert.equal(held, bytes(y) + 2 * 16 * 4, "the saved statistics are held until backward");
+          // the statistics went with the node: what is left is what the caller holds
+          assert.equal(live() - before, bytes(y, sq, loss, x.grad!, w.grad!));
+        }
+        grads[mode] = (await x.grad!.tolist()) as number[][];
+      });
+  } finally {
+    torch.backends.cpu.setCompositeEnabled("layerNorm", true);
+  }
   assert.deepEqual(grads.strict, grads.fused, "the same gradients in both modes");
+  // with the cpu's LayerNorm rows nothing but the result is held, and backward frees its packed gradients' rest
+  await torch.withEagerMode("strict", async () => {
+    torch.manualSeed(1);
+    const x = torch.randn(16, 8).requiresGrad_();
+    const w = torch.randn(8).requiresGrad_();
+    F.layerNorm(x, [8], w).mul(1).sum();
+    const seed = torch.tensor(1);
+    const before = live();
+    const y = F.layerNorm(x, [8], w);
+    assert.equal(live() - before, bytes(y), "no statistics saved");
+    const sq = y.mul(y);
+    const loss = sq.sum();
+    loss.backward(seed);
+    assert.equal(live() - before, bytes(y, sq, loss, x.grad!, w.grad!));
+    const g = (await x.grad!.tolist()) as number[][];
+    g.forEach((row, i) => row.forEach((v, j) => assert.ok(Math.abs(v - grads.strict![i]![j]!) < 1e-5, `dx[${i}][${j}]`)));
+  });
 });
 
 test("op temporaries: retainGraph keeps saved intermediates for a second backward", async () => {

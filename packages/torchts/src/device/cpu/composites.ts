@@ -8,6 +8,7 @@ import { linearQuantKernel } from "./quant_kernels.js";
 import { linearW8A8Kernel } from "./w8a8_kernel.js";
 import { conv2dKernel } from "./wasm/conv.js";
 import { logSoftmaxComposite, softmaxComposite } from "./softmax.js";
+import { layerNormBackwardComposite, layerNormComposite } from "./layer_norm.js";
 
 export type CompositeBuilder = (n: IRNode<"composite">) => Kernel;
 
@@ -20,6 +21,8 @@ export const CPU_COMPOSITES: Partial<Record<CompositeName, CompositeBuilder>> = 
   conv2d: conv2dKernel,
   softmax: softmaxComposite,
   logSoftmax: logSoftmaxComposite,
+  layerNorm: layerNormComposite,
+  layerNormBackward: layerNormBackwardComposite,
 };
 
 export function buildComposite(n: IRNode<"composite">): Kernel {

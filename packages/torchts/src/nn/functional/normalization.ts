@@ -3,7 +3,7 @@
 import { normDim, shapeStr } from "../../ir/shape.js";
 import { compositeScope, type Tensor } from "../../tensor.js";
 import { op, type Sig } from "../../ops/registry.js";
-import { attach } from "../../ops/core.js";
+import { attach, compositePrim, reshape, sliceView } from "../../ops/core.js";
 import { isGradEnabled, noGrad } from "../../autograd/grad_mode.js";
 import { checkNoOverlap, inplaceSet } from "../../ops/inplace.js";
 import * as M from "../../ops/math.js";
@@ -53,6 +53,8 @@ export const layerNorm = op<
     const ns = axes.map((a) => x.shape[a]!);
     checkParam(w, ns, "weight");
     checkParam(b, ns, "bias");
+    const fast = layerNormRows(x, w, b, eps, axes);
+    if (fast) return fast;
     // like PyTorch's native_layer_norm: the forward's temporaries are freed at once and the
     // backward needs only x, the mean and 1/std (not the decomposition's intermediates)
     const { y, mu, rstd } = noGrad(() =>
@@ -71,6 +73,43 @@ export const layerNorm = op<
     });
   },
 );
+
+/**
+ * LayerNorm over the last dim with the device's own row kernels (the layerNorm composite, its
+ * backward the layerNormBackward one, both recomputing the statistics), where the device has them
+ * and x, weight and bias are contiguous and of one float dtype; null: decompose.
+ */
+function layerNormRows(x: Tensor, w: Tensor | null, b: Tensor | null, eps: number, axes: number[]): Tensor | null {
+  if (axes.length !== 1 || axes[0] !== x.ndim - 1 || (x.dtype !== "float32" && x.dtype !== "float64") || !x.isContiguous()) return null;
+  if ([w, b].some((p) => p && (p.dtype !== x.dtype || !p.isContiguous()))) return null;
+  const y = compositePrim("layerNorm", { weight: w !== null, bias: b !== null }, [x, ...(w ? [w] : []), ...(b ? [b] : [])], x.shape, x.dtype, [eps]);
+  if (!y) return null;
+  const n = x.shape[x.ndim - 1]!;
+  const rows = n === 0 ? 0 : x.numel() / n;
+  const lead = x.shape.map((_, i) => i).slice(0, -1);
+  return attach(y, "NativeLayerNormBackward0", [x, w, b], [x, w], ([g], [xs, ws]) => {
+    const packed =
+      isGradEnabled() || !g!.isContiguous() || g!.dtype !== x.dtype
+        ? null
+        : compositePrim("layerNormBackward", { weight: ws !== null }, [xs!, g!, ...(ws ? [ws] : [])], [rows + 2, n], x.dtype, [eps]);
+    if (!packed) {
+      // double backward (the statistics' dependence on x) or an unusual gradient: the decomposition
+      const grads = () => {
+        const ms = R.mean(xs!, axes, true);
+        const d = M.sub(xs!, ms);
+        const rs = M.rsqrt(M.add(R.mean(M.mul(d, d), axes, true), eps));
+        return layerNormGrads(x, w, b, g!, xs!, ms, rs, ws ?? undefined, axes, lead, eps);
+      };
+      return isGradEnabled() ? grads() : compositeScope(grads);
+    }
+    const row = (i: number) => reshape(sliceView(packed, "select", 0, i, 1, 1), [n]);
+    return [
+      x.requiresGrad ? reshape(sliceView(packed, "narrow", 0, 0, rows, 1), x.shape) : null,
+      w?.requiresGrad ? row(rows) : null,
+      b?.requiresGrad ? row(rows + 1) : null,
+    ];
+  });
+}
 
 /** LayerNorm's input, weight and bias gradients from the saved x, mean, 1/std and weight. */
 function layerNormGrads(

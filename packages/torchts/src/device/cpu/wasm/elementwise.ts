@@ -48,7 +48,7 @@ function unary(op: UnaryWasm, affine: boolean, fma: boolean): Fn {
 }
 
 /** Horizontal reduction of a v128 local with a binary f32 op. */
-function horizontal(f: Fn, v: number, op: number): void {
+export function horizontal(f: Fn, v: number, op: number): void {
   f.get(v).lane(0).get(v).lane(1).op(op).get(v).lane(2).op(op).get(v).lane(3).op(op);
 }
 
@@ -57,7 +57,7 @@ function horizontal(f: Fn, v: number, op: number): void {
  * accumulator each), then at most one more vector, then the scalar tail. `vec(off)` emits one vector step at byte offset off from the
  * row pointers, `one()` one scalar step; `ptrs` advance by 4 bytes per element.
  */
-function rowLoop(f: Fn, i: number, n: number, end: number, ptrs: number[], vec: (off: number) => void, one: () => void): void {
+export function rowLoop(f: Fn, i: number, n: number, end: number, ptrs: number[], vec: (off: number) => void, one: () => void): void {
   const step = (bytes: number) => ptrs.forEach((p) => f.get(p).i32(bytes).op(OP.i32add).set(p));
   f.i32(0).set(i);
   f.get(n).i32(-8).op(OP.i32and).set(end);

@@ -89,6 +89,51 @@ function rowsF32(fn: "softmax_rows" | "logsoftmax_rows", x: F32, off: number, ro
   return true;
 }
 
+/** A row of n copies of v in the shared memory (a LayerNorm without weight or bias); release it after. */
+function constRow(rt: WasmRuntime, n: number, v: number): number {
+  const ptr = rt.arena.alloc(Math.max(1, n) * 4);
+  rt.view(Float32Array, ptr, n).fill(v);
+  return ptr;
+}
+
+/**
+ * LayerNorm over each of `rows` contiguous rows of n floats (PyTorch's native_layer_norm):
+ * out = (x - mean) * rstd * w + b, rstd = 1/sqrt(biased var + eps); w, b null: 1 and 0.
+ */
+export function layerNormRowsF32(x: F32, xOff: number, w: F32 | null, wOff: number, b: F32 | null, bOff: number, rows: number, n: number, eps: number, out: F32): boolean {
+  const rt = wasmRuntime();
+  if (!rt) return false;
+  if (rows * n === 0) return true;
+  const s = stageIn(rt, x, xOff, rows * n), o = stageOut(rt, out, rows * n);
+  const ws: Staged = w ? stageIn(rt, w, wOff, n) : { ptr: constRow(rt, n, 1), scratch: true };
+  const bs: Staged = b ? stageIn(rt, b, bOff, n) : { ptr: constRow(rt, n, 0), scratch: true };
+  rt.pool.run(rt.fn.layernorm_rows!, rows, [s.ptr, o.ptr, n, ws.ptr, bs.ptr, eps], 1, Math.ceil(MIN_PER_THREAD / n));
+  finish(rt, out, rows * n, o, s, ws, bs);
+  return true;
+}
+
+/**
+ * LayerNorm's backward over `rows` contiguous rows of n floats, into out's (rows + 2) rows: the
+ * input's gradient, then the weight's (sum of g * xhat over the rows) and the bias's (sum of g).
+ * The statistics are recomputed as the forward computed them.
+ */
+export function layerNormBackwardF32(x: F32, xOff: number, g: F32, gOff: number, w: F32 | null, wOff: number, rows: number, n: number, eps: number, out: F32): boolean {
+  const rt = wasmRuntime();
+  if (!rt) return false;
+  if (rows * n === 0) {
+    for (let i = 0; i < out.length; i++) out[i] = 0;
+    return true;
+  }
+  const xs = stageIn(rt, x, xOff, rows * n), gs = stageIn(rt, g, gOff, rows * n), o = stageOut(rt, out, (rows + 2) * n);
+  const ws: Staged = w ? stageIn(rt, w, wOff, n) : { ptr: constRow(rt, n, 1), scratch: true };
+  const stats: Staged = { ptr: rt.arena.alloc(rows * 8), scratch: true };
+  rt.pool.run(rt.fn.layernorm_dx_rows!, rows, [xs.ptr, gs.ptr, ws.ptr, o.ptr, n, stats.ptr, eps], 1, Math.ceil(MIN_PER_THREAD / n));
+  const dw = o.ptr + rows * n * 4;
+  rt.pool.run(rt.fn.layernorm_wb_cols!, n, [xs.ptr, gs.ptr, stats.ptr, dw, dw + n * 4, n, rows], 4, Math.ceil(MIN_PER_THREAD / (4 * rows)));
+  finish(rt, out, (rows + 2) * n, o, xs, gs, ws, stats);
+  return true;
+}
+
 /** out[r] = sum of row r (float32 accumulation in 4 lanes). */
 export function sumRowsF32(x: F32, off: number, rows: number, n: number, out: F32): boolean {
   const rt = wasmRuntime();

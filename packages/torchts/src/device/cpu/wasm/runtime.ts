@@ -5,6 +5,7 @@ import { Arena, type GrowableMemory } from "./arena.js";
 import { emitModule, type Fn } from "./emitter.js";
 import { GEMM, gemmFns } from "./gemm.js";
 import { convFns } from "./conv.js";
+import { layerNormFns } from "./layernorm.js";
 import { elementwiseFns } from "./elementwise.js";
 import { copyFns } from "./copy.js";
 import { probeFns } from "./probe.js";
@@ -67,6 +68,7 @@ function build(): WasmRuntime | null {
   add(gemmFns(GEMM, features.relaxedSimd));
   add(convFns(fns.length));
   add(elementwiseFns(features.relaxedSimd));
+  add(layerNormFns());
   add(copyFns());
   add(probeFns(features.relaxedSimd));
   add(attentionFns(features.relaxedSimd));
