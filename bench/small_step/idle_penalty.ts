@@ -18,13 +18,12 @@ import { batchTensors, batches, makeModel, step, writeData } from "./model.js";
 const arg = (name: string, def: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : def);
 const MODE = arg("--mode", "fused");
 const BLOCKS = numberArg("--blocks") ?? 40; // of each kind
-const SLEEP = numberArg("--sleep") ?? 150;
+const SLEEP = numberArg("--sleep") ?? 150; // numberArg: a non-negative integer or an error
 const PYTHON = arg("--python", "/usr/bin/python3");
 const K = 8;
 const WARM = 200;
 if (!["fused", "strict", "compiled"].includes(MODE)) throw new Error(`idle_penalty: --mode must be fused, strict or compiled, got '${MODE}'`);
 if (!(Number.isInteger(BLOCKS) && BLOCKS >= 1)) throw new Error(`idle_penalty: --blocks must be a positive integer, got ${BLOCKS}`);
-if (!(Number.isFinite(SLEEP) && SLEEP >= 0)) throw new Error(`idle_penalty: --sleep must be a number of ms >= 0, got ${SLEEP}`);
 
 const dir = mkdtempSync(join(tmpdir(), "idle-penalty-"));
 writeData(dir, 100);

@@ -93,13 +93,9 @@ function layerNormRows(x: Tensor, w: Tensor | null, b: Tensor | null, eps: numbe
         ? null
         : compositePrim("layerNormBackward", { weight: ws !== null }, [xs!, g!, ...(ws ? [ws] : [])], [rows + 2, n], x.dtype, [eps]);
     if (!packed) {
-      // double backward (the statistics' dependence on x) or an unusual gradient: the decomposition
-      const grads = () => {
-        const ms = R.mean(xs!, axes, true);
-        const d = M.sub(xs!, ms);
-        const rs = M.rsqrt(M.add(R.mean(M.mul(d, d), axes, true), eps));
-        return layerNormGrads(x, w, b, g!, xs!, ms, rs, ws ?? undefined, axes, lead, eps);
-      };
+      // double backward (the statistics' dependence on x) or an unusual gradient: the decomposition,
+      // which recomputes the statistics it was not given
+      const grads = () => layerNormGrads(x, w, b, g!, xs!, null, null, ws ?? undefined, axes, lead, eps);
       return isGradEnabled() ? grads() : compositeScope(grads);
     }
     const row = (i: number) => reshape(sliceView(packed, "select", 0, i, 1, 1), [n]);
@@ -111,14 +107,17 @@ function layerNormRows(x: Tensor, w: Tensor | null, b: Tensor | null, eps: numbe
   });
 }
 
-/** LayerNorm's input, weight and bias gradients from the saved x, mean, 1/std and weight. */
+/**
+ * LayerNorm's input, weight and bias gradients from the saved x, mean, 1/std and weight (null
+ * statistics: recomputed from x, as the layerNorm composite's fallback does).
+ */
 function layerNormGrads(
-  x: Tensor, w: Tensor | null, b: Tensor | null, g: Tensor, xs: Tensor, ms: Tensor, rs: Tensor, ws: Tensor | undefined,
+  x: Tensor, w: Tensor | null, b: Tensor | null, g: Tensor, xs: Tensor, ms: Tensor | null, rs: Tensor | null, ws: Tensor | undefined,
   axes: number[], lead: number[], eps: number,
 ): (Tensor | null)[] {
   // under createGraph the statistics are recomputed from x, so that double backward sees
   // their dependence on x (the saved ones are constants)
-  if (isGradEnabled()) {
+  if (isGradEnabled() || !ms || !rs) {
     ms = R.mean(xs, axes, true);
     const d = M.sub(xs, ms);
     rs = M.rsqrt(M.add(R.mean(M.mul(d, d), axes, true), eps));
