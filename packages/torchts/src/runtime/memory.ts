@@ -163,6 +163,7 @@ export function collectNow(): boolean {
   const r = registry();
   const gc = r.cleanupSome ? gcFunction() : null;
   if (!gc) return false;
+  const before = stats.liveBytes;
   try {
     gc();
     r.cleanupSome!();
@@ -171,7 +172,15 @@ export function collectNow(): boolean {
   }
   liveAfterGc = stats.liveBytes;
   collectedSinceYield = true;
+  freedSinceYield += Math.max(0, before - stats.liveBytes);
+  collections.total++;
   return true;
+}
+
+// Full collections torchts asked for (test seam): all of them, and those a yield ran (maybeYield).
+const collections = { total: 0, atYield: 0 };
+export function collectionCounts(): { total: number; atYield: number } {
+  return { ...collections };
 }
 
 function unregister(owner: BufferOwner): void {
@@ -193,11 +202,17 @@ let liveAfterGc = 0;
 let collectionRequested = false;
 /**
  * A collection ran inside synchronous code since the last yield (collectNow, before the wasm arena
- * grew): the step makes enough garbage to need one, so the yield that ends it collects too if
- * the live memory grew by AFTER_SYNC_SLACK since, and the rest of the step's garbage does not
- * stay for the next step to stack its allocations on.
+ * grew). When the step itself made that garbage (it allocated at least as many bytes since the
+ * last yield as the collections found dead), the yield that ends it collects too if the live
+ * memory grew by AFTER_SYNC_SLACK since, so the rest of the step's garbage does not stay for the
+ * next step to stack its allocations on. When the garbage is several small steps' (the arena's
+ * reclaim window filled over many of them), it does not: what the step left is freed with the
+ * next window, and a second full collection (~10 ms on a small training step's heap, every few
+ * steps in strict eager) would only repeat the first's marking for a few MiB.
  */
 let collectedSinceYield = false;
+/** Bytes the collections inside synchronous code released since the last yield. */
+let freedSinceYield = 0;
 const AFTER_SYNC_SLACK = 4 * 1024 * 1024;
 
 /**
@@ -233,16 +248,22 @@ function gcFunction(): (() => void) | null {
 /** Let pending buffer releases run if enough was allocated since the last time. */
 export async function maybeYield(): Promise<void> {
   if (sinceYield < YIELD_BYTES) return;
+  const made = sinceYield;
   sinceYield = 0;
-  const grown = stats.liveBytes > (collectedSinceYield ? liveAfterGc + AFTER_SYNC_SLACK : 2 * liveAfterGc + GC_SLACK);
+  const grown = collectedSinceYield
+    ? made >= freedSinceYield && stats.liveBytes > liveAfterGc + AFTER_SYNC_SLACK
+    : stats.liveBytes > 2 * liveAfterGc + GC_SLACK;
   const collect = (collectionRequested || grown) && gcFunction() !== null;
   collectionRequested = false;
+  if (collect) collections.atYield++;
   // where finalizers can run synchronously, the releases are done before the event loop turns
   const done = collect && collectNow();
   collectedSinceYield = false;
+  freedSinceYield = 0;
   if (collect && !done) {
     const seen = new Promise<void>((r) => (sentinelSeen = r));
     registry().register({}, SENTINEL);
+    collections.total++;
     collector!();
     // the releases normally follow within a task or two; never wait long for them
     await Promise.race([seen, new Promise<void>((r) => setTimeout(r, 100))]);
