@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as torch from "../../src/index.js";
 import { collectionCounts } from "../../src/runtime/memory.js";
+import { RECLAIM_MIN } from "../../src/device/cpu/wasm/arena.js";
 
 const MiB = 2 ** 20;
 
@@ -15,7 +16,7 @@ test("collections: steps smaller than the arena's reclaim window are collected o
   await new Promise((r) => setTimeout(r, 0));
   const base = torch.memory.stats().liveBytes;
   const x = torch.randn(1024, 1024); // 4 MiB
-  // 12 MiB of garbage a step, unreferenced once its loss is read: the 64 MiB window fills every ~5 steps
+  // 12 MiB of garbage a step, unreferenced once its loss is read: the window (128 MiB) fills every ~10 steps
   const step = () => {
     let h = x;
     for (let i = 0; i < 3; i++) h = h.mul(1.0001);
@@ -23,14 +24,15 @@ test("collections: steps smaller than the arena's reclaim window are collected o
   };
   torch.memory.resetPeakStats();
   const c0 = collectionCounts();
-  for (let i = 0; i < 24; i++) await step().item();
+  const steps = Math.ceil((3.5 * RECLAIM_MIN) / (12 * MiB));
+  for (let i = 0; i < steps; i++) await step().item();
   const c1 = collectionCounts();
   const byArena = c1.total - c0.total - (c1.atYield - c0.atYield);
-  assert.ok(byArena >= 3, `the arena collected before growing (${byArena} times in 24 steps)`);
+  assert.ok(byArena >= 3, `the arena collected before growing (${byArena} times in ${steps} steps)`);
   assert.equal(c1.atYield - c0.atYield, 0, "no host read collected again after a window of several steps' garbage");
   // what the skipped collections would have freed waits for the next window: memory stays bounded by it
   const peak = torch.memory.stats().peakBytes - base;
-  assert.ok(peak < 64 * MiB + 3 * 12 * MiB + 8 * MiB, `peak ${(peak / MiB).toFixed(1)} MiB`);
+  assert.ok(peak < RECLAIM_MIN + 3 * 12 * MiB + 8 * MiB, `peak ${(peak / MiB).toFixed(1)} MiB`);
 });
 
 test("collections: a step that makes more garbage than the window is collected again by the host read that ends it", async () => {
@@ -38,7 +40,7 @@ test("collections: a step that makes more garbage than the window is collected a
   const x = torch.randn(1024, 1024);
   const step = () => {
     let h = x;
-    for (let i = 0; i < 48; i++) h = h.mul(1.0001); // 192 MiB
+    for (let i = 0; i < (2 * RECLAIM_MIN) / (4 * MiB); i++) h = h.mul(1.0001); // two windows
     return h.sum();
   };
   const c0 = collectionCounts();

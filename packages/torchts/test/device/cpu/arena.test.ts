@@ -4,9 +4,12 @@
 // activations) stays within what it holds at once.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Arena, classSize } from "../../../src/device/cpu/wasm/arena.js";
+import { Arena, classSize, RECLAIM_MIN } from "../../../src/device/cpu/wasm/arena.js";
 
 const PAGE = 65536;
+const MiB = 1 << 20;
+/** The growth in bytes in use (MiB) after which a collection is worth it. */
+const WINDOW = RECLAIM_MIN / MiB;
 const memory = (pages = 1, maximum = 256) => new WebAssembly.Memory({ initial: pages, maximum });
 
 test("arena: block sizes are 16-byte multiples of at least 64 bytes", () => {
@@ -90,7 +93,7 @@ test("arena: random allocations never overlap, and all freed memory serves one b
 });
 
 test("arena: reclaim runs before the memory grows and its releases are reused", () => {
-  const mem = memory(1, 4096);
+  const mem = memory(1, (4 * RECLAIM_MIN) / PAGE);
   const a = new Arena(mem, 0);
   const dead: number[] = [];
   let calls = 0;
@@ -99,8 +102,8 @@ test("arena: reclaim runs before the memory grows and its releases are reused", 
     a.alloc(64); // an allocation inside does not recurse into another reclaim
     for (const p of dead.splice(0)) a.release(p);
   };
-  // 64 MiB of garbage (a collection is only worth it once the bytes in use grew by 64 MiB)
-  for (let i = 0; i < 64; i++) dead.push(a.alloc(1 << 20));
+  // a window of garbage (a collection is only worth it once the bytes in use grew by RECLAIM_MIN)
+  for (let i = 0; i < WINDOW; i++) dead.push(a.alloc(1 << 20));
   const reserved = mem.buffer.byteLength;
   const p = a.alloc(1 << 20);
   assert.equal(calls, 1);
@@ -124,8 +127,10 @@ test("arena: memory that stays live grows with a bounded number of reclaims", ()
   a.reclaim = () => void calls++; // finds nothing: everything is live
   const live: number[] = [];
   for (let i = 0; i < 1024; i++) live.push(a.alloc(1 << 20)); // 1 GiB, 1 MiB at a time
-  // geometric steps: at 64 MiB, then every 1/8 more (plus 64 MiB while that is smaller)
-  assert.ok(calls >= 8 && calls <= 20, `${calls} reclaims`);
+  // geometric steps: at RECLAIM_MIN, then every 1/8 more while that is larger, else every RECLAIM_MIN
+  let expect = 0;
+  for (let floor = 0; floor + Math.max(WINDOW, floor / 8) <= 1024; floor += Math.max(WINDOW, floor / 8)) expect++;
+  assert.ok(calls >= expect - 1 && calls <= expect + 1, `${calls} reclaims (about ${expect})`);
   // freeing lowers the mark a reclaim is measured from: new garbage is collected again
   for (const q of live.splice(0, 512)) a.release(q);
   const before = calls;
@@ -134,15 +139,15 @@ test("arena: memory that stays live grows with a bounded number of reclaims", ()
 });
 
 test("arena: a reclaim that throws leaves the arena usable", () => {
-  const a = new Arena(memory(1, 4096), 0);
+  const a = new Arena(memory(1, (4 * RECLAIM_MIN) / PAGE), 0);
   a.reclaim = () => {
     throw new Error("boom");
   };
-  for (let i = 0; i < 64; i++) a.alloc(1 << 20);
+  for (let i = 0; i < WINDOW; i++) a.alloc(1 << 20);
   assert.throws(() => a.alloc(1 << 20), /boom/);
-  assert.equal(a.bytesInUse, 64 << 20);
+  assert.equal(a.bytesInUse, RECLAIM_MIN);
   a.reclaim = null;
-  assert.equal(a.alloc(64), 64 << 20);
+  assert.equal(a.alloc(64), RECLAIM_MIN);
 });
 
 test("arena: the memory grows by whole pages, only as far as needed", () => {
