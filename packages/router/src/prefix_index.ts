@@ -95,6 +95,10 @@ export class PreciseIndex {
    * A request that hit a cached prompt also stores new blocks, its own question, but deep in the chain;
    * counting those (as any two new blocks once did) made every busy replica look like it had just taken
    * a new prompt, and new prompts then piled onto the replicas that happened to be idle.
+   * Not when this router sent that prompt there itself (its new blocks are ones it speculated for the
+   * replica): its own record has the dispatch time, and the event's, later by the replica's queue and
+   * prefill, would put that replica after ones that got a new prompt after it (a busy replica's event
+   * came after the next two dispatches, and the next new prompt went to a replica that already had two).
    */
   readonly coldAt = new Map<string, number>();
   /** Each held block's position in its chain (0: the prompt's first block), from the events' parent hashes. */
@@ -119,10 +123,11 @@ export class PreciseIndex {
       // an unknown parent (a stream joined after its prompt was stored) counts as the root, as before
       const parent = typeof e.parent_block_hash === "string" ? this.depth.get(e.parent_block_hash) : undefined;
       const base = parent === undefined ? 0 : parent + 1;
-      let fresh = 0, firstFresh = -1;
+      let fresh = 0, firstFresh = -1, ours = 0;
       hashes.forEach((h, i) => {
         if (!this.holders.has(h)) {
           fresh++;
+          if (r.speculative.has(h)) ours++;
           if (firstFresh < 0) firstFresh = base + i;
           this.depth.set(h, base + i);
         }
@@ -132,7 +137,7 @@ export class PreciseIndex {
         }
         r.speculative.delete(h);
       });
-      if (fresh >= 2 && firstFresh < fresh) this.coldAt.set(replica, typeof e.ts === "number" && Number.isFinite(e.ts) ? e.ts * 1000 : Date.now());
+      if (fresh >= 2 && firstFresh < fresh && ours < fresh) this.coldAt.set(replica, typeof e.ts === "number" && Number.isFinite(e.ts) ? e.ts * 1000 : Date.now());
     } else if (e.type === "BlockRemoved") {
       for (const h of hashes) if (r.blocks.delete(h)) this.release(h);
     } else if (e.type === "AllBlocksCleared") {

@@ -81,6 +81,40 @@ test("prefix scores follow the index; the hot-spot guard drops a replica's affin
   assert.notEqual(s.pick(inp, pool.replicas)!.replica.id, "r2");
 });
 
+test("the hot-spot guard: a replica whose batch is full gives up its affinity while another is idle", () => {
+  // r2 runs max_num_seqs = 4 sequences at once; the load gap alone (8) would wait for 8 more than the least loaded
+  const { s, pool } = world({ scheduling: { scorers: [{ type: "prefix-cache", weight: 5 }, { type: "in-flight", weight: 1 }] } });
+  pool.replicas[2]!.metrics!.maxNumSeqs = 4;
+  const inp = input("shared prefix ".repeat(40));
+  s.routed(inp, pool.replicas[2]!, s.memo(inp));
+  pool.replicas[2]!.inFlight = 3;
+  assert.equal(s.pick(inp, pool.replicas)!.replica.id, "r2", "a free slot: the prefix wins");
+  pool.replicas[2]!.inFlight = 4;
+  assert.notEqual(s.pick(inp, pool.replicas)!.replica.id, "r2", "full, and three replicas idle");
+  for (const r of pool.replicas) if (r.id !== "r2") r.inFlight = 1;
+  assert.equal(s.pick(inp, pool.replicas)!.replica.id, "r2", "full, but nobody idle: waiting for a slot beats recomputing the prefix");
+});
+
+test("no-hit-lru: a replica's KV event for a prompt this router sent it does not make it look more recent", () => {
+  const { s, pool } = world({ tokenizer: { remote: true }, scheduling: { scorers: [{ type: "precise-prefix-cache", weight: 3 }, { type: "no-hit-lru", weight: 2 }] } });
+  const prompt = (k: number) => input(`system prompt number ${k}: `.padEnd(40, "x") + String(k).repeat(200));
+  const sent = [0, 1, 2, 3].map((k) => {
+    const inp = prompt(k);
+    const m = s.memo(inp);
+    const r = s.pick(inp, pool.replicas, m)!.replica;
+    s.routed(inp, r, m);
+    return r.id;
+  });
+  assert.deepEqual(sent, ["r0", "r1", "r2", "r3"]);
+  // r0 was busy: its blocks of prompt 0 are stored (and reported) only now, after the later dispatches
+  s.precise.apply("r0", { type: "BlockStored", block_hashes: HostKVTier.keys("", prompt(0).tokens!, 16), parent_block_hash: null, block_size: 16, ts: Date.now() / 1000 + 5 });
+  assert.equal(s.precise.coldAt.get("r0"), undefined);
+  assert.equal(s.pick(prompt(4), pool.replicas)!.replica.id, "r0", "the next new prompt goes to the replica that got one longest ago");
+  // a new prompt another router sent (blocks this router never routed there) still counts, at the event's time
+  s.precise.apply("r1", { type: "BlockStored", block_hashes: HostKVTier.keys("", prompt(9).tokens!, 16), parent_block_hash: null, block_size: 16, ts: Date.now() / 1000 + 6 });
+  assert.ok(s.precise.coldAt.get("r1")! > Date.now());
+});
+
 test("the precise index from KV events: stored blocks score, removed ones stop scoring", () => {
   const { s, pool } = world({ tokenizer: { remote: true }, scheduling: { scorers: [{ type: "precise-prefix-cache", weight: 3, speculativeTtlMs: 0 }] } });
   const inp = input("x".repeat(100));
