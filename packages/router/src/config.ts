@@ -21,7 +21,7 @@ export interface ReplicaConfig {
 export interface ScorerConfig {
   type: ScorerType;
   weight: number;
-  /** prefix scorers: a replica loaded this many requests above the least loaded candidate gets no prefix score (hot-spot guard; so does one with a full batch, max_num_seqs, while another is idle). */
+  /** prefix scorers: a replica loaded this many requests above the least loaded candidate gets no prefix score (hot-spot guard; so does one with requests waiting beyond a full batch, max_num_seqs, while another is idle). */
   maxLoadGap?: number;
   /** prefix-cache: characters per block of the approximate index, and blocks remembered per replica. */
   blockChars?: number;

@@ -157,9 +157,9 @@ export class Scheduler {
         const gap = s.maxLoadGap ?? 8;
         return cands.map((r, i) => {
           // the hot-spot guard: a replica this far above the least loaded gives up its affinity, and so
-          // does one whose batch is full (its max_num_seqs, when its metrics give one) while a replica is idle:
-          // the request would wait for a slot there while one computes nothing
-          if (loads[i]! - minLoad >= gap || (minLoad === 0 && loads[i]! >= (r.metrics?.maxNumSeqs || Infinity))) return 0;
+          // does one with requests waiting beyond a full batch (its max_num_seqs, when its metrics give
+          // one) while a replica is idle: the request would wait for a slot there while one computes nothing
+          if (loads[i]! - minLoad >= gap || (minLoad === 0 && loads[i]! > (r.metrics?.maxNumSeqs || Infinity))) return 0;
           if (s.type === "prefix-cache") {
             const h = memo.textBlocks(s.blockChars ?? 64);
             return h.length ? this.approx.match(r.id, h) / h.length : 0;

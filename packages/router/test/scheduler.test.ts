@@ -81,18 +81,18 @@ test("prefix scores follow the index; the hot-spot guard drops a replica's affin
   assert.notEqual(s.pick(inp, pool.replicas)!.replica.id, "r2");
 });
 
-test("the hot-spot guard: a replica whose batch is full gives up its affinity while another is idle", () => {
+test("the hot-spot guard: a replica with requests waiting beyond a full batch gives up its affinity while another is idle", () => {
   // r2 runs max_num_seqs = 4 sequences at once; the load gap alone (8) would wait for 8 more than the least loaded
   const { s, pool } = world({ scheduling: { scorers: [{ type: "prefix-cache", weight: 5 }, { type: "in-flight", weight: 1 }] } });
   pool.replicas[2]!.metrics!.maxNumSeqs = 4;
   const inp = input("shared prefix ".repeat(40));
   s.routed(inp, pool.replicas[2]!, s.memo(inp));
-  pool.replicas[2]!.inFlight = 3;
-  assert.equal(s.pick(inp, pool.replicas)!.replica.id, "r2", "a free slot: the prefix wins");
   pool.replicas[2]!.inFlight = 4;
-  assert.notEqual(s.pick(inp, pool.replicas)!.replica.id, "r2", "full, and three replicas idle");
+  assert.equal(s.pick(inp, pool.replicas)!.replica.id, "r2", "a full batch, nothing waiting yet: the prefix wins");
+  pool.replicas[2]!.inFlight = 5;
+  assert.notEqual(s.pick(inp, pool.replicas)!.replica.id, "r2", "one waiting, and three replicas idle");
   for (const r of pool.replicas) if (r.id !== "r2") r.inFlight = 1;
-  assert.equal(s.pick(inp, pool.replicas)!.replica.id, "r2", "full, but nobody idle: waiting for a slot beats recomputing the prefix");
+  assert.equal(s.pick(inp, pool.replicas)!.replica.id, "r2", "one waiting, but nobody idle: waiting for a slot beats recomputing the prefix");
 });
 
 test("no-hit-lru: a replica's KV event for a prompt this router sent it does not make it look more recent", () => {
