@@ -99,6 +99,8 @@ export class PreciseIndex {
    * replica): its own record has the dispatch time, and the event's, later by the replica's queue and
    * prefill, would put that replica after ones that got a new prompt after it (a busy replica's event
    * came after the next two dispatches, and the next new prompt went to a replica that already had two).
+   * The speculative entries are what tells: with speculativeTtlMs 0 there are none, and such an event
+   * counts at its own time as before (docs/router.md says so).
    */
   readonly coldAt = new Map<string, number>();
   /** Each held block's position in its chain (0: the prompt's first block), from the events' parent hashes. */
