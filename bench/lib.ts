@@ -26,6 +26,8 @@ export interface Row {
   peerMs?: number;
   gflops?: number;
   gbs?: number;
+  /** A ratio the row stands for (bench/transformers' torchts / llama.cpp rows, bench/memory's arena rows): what acceptance.ts judges. */
+  ratio?: number;
   note?: string;
   error?: string;
 }

@@ -2,8 +2,9 @@
 // their own threads and wasm flags), side by side in one run, and writes bench/RESULTS.md.
 import { spawnSync } from "node:child_process";
 import { cpus, totalmem, loadavg } from "node:os";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { Row } from "./lib.js";
+import { issue18Acceptance } from "./acceptance.js";
 
 const quick = process.argv.includes("--quick");
 const write = !process.argv.includes("--no-write");
@@ -26,6 +27,10 @@ const jobs: Job[] = [
   // steps in one go, then interleaved in turns of 8 steps
   { file: "small_step.ts", dir: "small_step", timeoutS: 600 },
   { file: "small_step.ts", dir: "small_step", args: ["--turn", "8"], timeoutS: 300 },
+  // issue 18's other bars: ~100M Llama prefill and decode against llama.cpp (node-llama-cpp in
+  // bench/transformers) at 2 threads each, and the peak wasm arena of decode and of the 6L/d384 step
+  { file: "llama.ts", dir: "transformers", args: ["--threads", "2"], timeoutS: quick ? 900 : 2400 },
+  { file: "memory.ts", dir: "memory", timeoutS: quick ? 900 : 1800 },
   // issue 13's serving benchmark: torchts serve vs llama.cpp (node-llama-cpp in bench/transformers), 2 threads each
   { file: "serve.ts", dir: "serve", args: write ? [] : ["--no-write"], timeoutS: quick ? 420 : 1200 },
   { file: "torchts.ts", timeoutS: 600 },
@@ -40,6 +45,18 @@ const jobs: Job[] = [
 ];
 
 const selected = only ? jobs.filter((j) => only.some((o) => j.file.startsWith(o))) : jobs;
+
+// llama.cpp (node-llama-cpp 3.21.1) is bench/transformers' own install, not a workspace dependency:
+// install it there on first use, as bench/transformers/package.json says, so a fresh clone's
+// `npm run bench` measures the llama.cpp rows instead of reporting them missing
+const transformers = `${here}transformers`;
+if (selected.some((j) => j.dir === "transformers" || j.dir === "serve") && !existsSync(`${transformers}/node_modules/node-llama-cpp/package.json`)) {
+  process.stderr.write(`bench: installing node-llama-cpp 3.21.1 in bench/transformers ...\n`);
+  for (const args of [["install", "--omit=optional", "--no-audit", "--no-fund"], ["install", "--no-save", "--no-audit", "--no-fund", "@node-llama-cpp/linux-x64@3.21.1"]]) {
+    const r = spawnSync("npm", args, { cwd: transformers, stdio: "inherit" });
+    if (r.status !== 0) process.stderr.write(`bench: npm ${args.join(" ")} failed (${r.status ?? r.signal}); the llama.cpp rows will report the error\n`);
+  }
+}
 
 // ---- RESULTS.md ----
 const version = (p: string) => {
@@ -143,6 +160,7 @@ for (const w of new Set(smallAll.map((r) => r.workload))) {
     lines.push(`| ${r.variant} | ${r.medianMs ?? ""} | ${r.ms ?? ""} | ${peerMs ?? "?"} | ${ratio} | ${losses} |`);
   }
 }
+lines.push(...issue18Acceptance(rows, quick));
 lines.push(``, `## All rows`, ``, `| suite | workload | variant | best ms | median ms | GFLOP/s | GB/s | note |`, `|---|---|---|---|---|---|---|---|`);
 for (const r of rows)
   lines.push(`| ${r.suite} | ${r.workload} | ${r.variant ?? ""} | ${r.ms ?? ""} | ${r.medianMs ?? ""} | ${r.gflops ?? ""} | ${r.gbs ?? ""} | ${(r.error ? "ERROR " + r.error : (r.note ?? "")).replace(/\|/g, "/")} |`);

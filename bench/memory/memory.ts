@@ -127,7 +127,7 @@ function report(r: Result): void {
     console.log(`       last growth: a request of ${(s.growth.bytes / MiB).toFixed(1)} MiB; free lists then (class MiB x blocks): ${s.growth.freeLists.map(([k, n]) => `${(k / MiB).toFixed(2)}x${n}`).join(", ")}`);
   }
   emit({
-    suite: "memory", workload: r.case === "decode" ? "Llama 100M decode" : "minGPT train step", variant: r.mode,
+    suite: "memory", workload: r.case === "decode" ? "Llama 100M decode" : "minGPT train step", variant: r.mode, ratio: +ratio.toFixed(3),
     note: `arena ${mb(s.reserved)} MiB; live ${mb(live)} MiB; needed ${mb(s.maxNeeded)} MiB; ${r.baseLabel}; arena/${what} ${ratio.toFixed(2)}x (target ${target}x)`,
   });
 }
@@ -146,6 +146,7 @@ if (kase && mode) {
     const line = p.stdout.split("\n").find((l) => l.startsWith("RESULT "));
     if (!line) {
       console.log(`${c} ${m}: failed (${p.status})\n${p.stderr.slice(-2000)}`);
+      emit({ suite: "memory", workload: c === "decode" ? "Llama 100M decode" : "minGPT train step", variant: m, error: `exit ${p.status ?? p.signal}: ${p.stderr.trim().split("\n").slice(-2).join(" | ").slice(0, 200)}` });
       continue;
     }
     report(JSON.parse(line.slice(7)) as Result);

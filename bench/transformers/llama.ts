@@ -238,6 +238,6 @@ for (const what of ["prefill", "decode"] as const)
       const b = results.get(theirs)?.[what];
       if (!a || !b) continue;
       console.log(`${what} ${ours} (best mode, ${t}) / ${theirs}: ${(a / b).toFixed(2)}x (${a.toFixed(1)} vs ${b.toFixed(1)} tok/s)`);
-      emit({ suite: "ratio", workload: `${what}${t.includes("batch") ? ` x${BATCH}` : ""}`, variant: `${ours} / ${theirs}`, note: `${(a / b).toFixed(2)}x (${a.toFixed(1)} vs ${b.toFixed(1)} tok/s)` });
+      emit({ suite: "ratio", workload: `${what}${t.includes("batch") ? ` x${BATCH}` : ""}`, variant: `${ours} / ${theirs}`, ratio: +(a / b).toFixed(3), note: `${(a / b).toFixed(2)}x (${a.toFixed(1)} vs ${b.toFixed(1)} tok/s)` });
     }
 console.log(`load average at the end: ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
