@@ -11,6 +11,7 @@
 #include "gemm_avx512.h"
 #include "im2col.h"
 #include "qgemv_avx2.h"
+#include "sgemv_avx512.h"
 #include "w8a8_avx512.h"
 #include <dlfcn.h>
 #include <pthread.h>
@@ -496,6 +497,40 @@ bad:
   return NULL;
 }
 
+// sgemv(mem, lo, hi, pb): weight rows [lo, hi) of the float32 product for few rows
+// (sgemv_avx512.c). The block's int32 words are SV_* below: offsets in bytes, strides in floats.
+// Everything is checked against the memory before a byte is read or written.
+enum { SV_X, SV_LDX, SV_M, SV_K, SV_W, SV_LDW, SV_OUT, SV_LDO, SV_N, SV_WORDS };
+
+static napi_value js_sgemv(napi_env env, napi_callback_info info) {
+  float* m;
+  size_t n;
+  int64_t lo, hi, pb;
+  if (!pool_args(env, info, "sgemv", &m, &n, &lo, &hi, &pb)) return NULL;
+  if (!avx512) {
+    napi_throw_range_error(env, NULL, "sgemv: this CPU has no AVX-512 kernel");
+    return NULL;
+  }
+  const uint8_t* mem = (const uint8_t*)m;
+  const int64_t bytes = (int64_t)n * 4;
+  if (pb < 0 || pb % 4 || pb + 4LL * SV_WORDS > bytes) goto bad;
+  const int32_t* p = (const int32_t*)(mem + pb);
+  for (int i = 0; i < SV_WORDS; i++)
+    if (p[i] < 0) goto bad;
+  const int64_t M = p[SV_M], K = p[SV_K], N = p[SV_N], ldx = p[SV_LDX], ldw = p[SV_LDW], ldo = p[SV_LDO];
+  if (M < 1 || K < 1 || N < 1 || ldx < K || ldw < K || ldo < N || p[SV_X] % 4 || p[SV_W] % 4 || p[SV_OUT] % 4 ||
+      p[SV_X] + ((M - 1) * ldx + K) * 4 > bytes || p[SV_W] + ((N - 1) * ldw + K) * 4 > bytes ||
+      p[SV_OUT] + ((M - 1) * ldo + N) * 4 > bytes || lo < 0 || lo >= hi || hi > N)
+    goto bad;
+  tts_sgemv_t g = {(const float*)(mem + p[SV_X]), ldx, (int)M, (int)K, (const float*)(mem + p[SV_W]), ldw,
+                   m + p[SV_OUT] / 4, ldo, (int)N};
+  tts_sgemv_avx512(&g, (int)lo, (int)hi);
+  return NULL;
+bad:
+  napi_throw_range_error(env, NULL, "sgemv: parameter block or rows out of range");
+  return NULL;
+}
+
 // im2col(mem, lo, hi, pb): rows [lo, hi) of one image's im2col matrix (im2col.c); the block's
 // int32 words are IC_* below, offsets in floats. Runs on any CPU (the GEMM that follows picks its kernel).
 enum { IC_X, IC_CG, IC_H, IC_W, IC_KH, IC_KW, IC_OH, IC_OW, IC_SH, IC_SW, IC_PH, IC_PW, IC_DH, IC_DW, IC_COLS, IC_LDC,
@@ -604,6 +639,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"w8a8Slab", NULL, js_w8a8, NULL, NULL, NULL, napi_default, NULL},
       {"im2col", NULL, js_im2col, NULL, NULL, NULL, napi_default, NULL},
       {"q8Gemv", NULL, js_q8_gemv, NULL, NULL, NULL, napi_default, NULL},
+      {"sgemv", NULL, js_sgemv, NULL, NULL, NULL, napi_default, NULL},
       {"vnni", NULL, js_vnni, NULL, NULL, NULL, napi_default, NULL},
       {"attnFwd", NULL, js_attn, NULL, NULL, NULL, napi_default, NULL},
       {"attnDecode", NULL, js_attn_dec, NULL, NULL, NULL, napi_default, NULL},

@@ -28,7 +28,7 @@ const tmp = `${out}.${process.pid}.tmp`;
 try {
   execFileSync(
     cc,
-    ["-O2", "-ffp-contract=off", "-shared", "-fPIC", "-DNODE_GYP_MODULE_NAME=torchts_blas", `-I${headers}`, join(root, "native", "blas.c"), join(root, "native", "gemm_avx512.c"), join(root, "native", "gemm_avx2.c"), join(root, "native", "qgemv_avx2.c"), join(root, "native", "qgemv_avx512.c"), join(root, "native", "attention_avx512.c"), join(root, "native", "attention_decode_avx512.c"), join(root, "native", "w8a8_avx512.c"), join(root, "native", "im2col.c"), join(root, "native", "thread_scratch.c"), "-o", tmp, "-ldl", "-lm", "-lpthread"],
+    ["-O2", "-ffp-contract=off", "-shared", "-fPIC", "-DNODE_GYP_MODULE_NAME=torchts_blas", `-I${headers}`, join(root, "native", "blas.c"), join(root, "native", "gemm_avx512.c"), join(root, "native", "gemm_avx2.c"), join(root, "native", "qgemv_avx2.c"), join(root, "native", "qgemv_avx512.c"), join(root, "native", "sgemv_avx512.c"), join(root, "native", "attention_avx512.c"), join(root, "native", "attention_decode_avx512.c"), join(root, "native", "w8a8_avx512.c"), join(root, "native", "im2col.c"), join(root, "native", "thread_scratch.c"), "-o", tmp, "-ldl", "-lm", "-lpthread"],
     { stdio: ["ignore", "inherit", "inherit"] },
   );
 } catch (e) {

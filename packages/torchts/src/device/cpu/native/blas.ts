@@ -37,6 +37,8 @@ export interface Bridge {
   im2col(mem: Float32Array, lo: number, hi: number, pb: number): void;
   /** Weight rows [lo, hi) of the AVX2 int8 weight-only product (QGEMV, native/qgemv.ts) whose block is at byte pb of mem. */
   q8Gemv(mem: Float32Array, lo: number, hi: number, pb: number): void;
+  /** Weight rows [lo, hi) of the AVX-512 float32 product for few rows (SGEMV, native/sgemv.ts) whose block is at byte pb of mem. */
+  sgemv(mem: Float32Array, lo: number, hi: number, pb: number): void;
   /** Whether this CPU runs the int8 kernels (AVX-512 VNNI). */
   vnni(): boolean;
   /** (hi - lo) x 4096 x 24 FMAs on the calling thread, AVX-512 (kernel 1, the default) or AVX2 (kernel 2): a benchmark's hardware limit; mem is unused. */
@@ -90,7 +92,7 @@ export interface Blas {
 }
 
 /** The bridge's functions with a pool function's arguments (memory, lo, hi, parameter block). */
-export type BridgePoolFn = "gemmSlab" | "attnFwd" | "attnDecode" | "q8Rows" | "w8a8Slab" | "im2col" | "q8Gemv" | "fmaProbe";
+export type BridgePoolFn = "gemmSlab" | "attnFwd" | "attnDecode" | "q8Rows" | "w8a8Slab" | "im2col" | "q8Gemv" | "sgemv" | "fmaProbe";
 
 const poolFns = new WeakMap<WasmRuntime, Map<BridgePoolFn, number>>();
 

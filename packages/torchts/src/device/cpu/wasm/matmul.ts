@@ -6,6 +6,7 @@ import { GEMM, GEMM_FN, P } from "./gemm.js";
 import { inArena } from "./ops.js";
 import { wasmRuntime, type WasmRuntime } from "./runtime.js";
 import { GEMV_MAX_M, gemvF32 } from "./gemv.js";
+import { SGEMV_MAX_M, nativeSgemv } from "../native/sgemv.js";
 import { blasBridge, blasLayout, blasShares, blasStats, bridgePoolFn, GEMM_PARAM as GP } from "../native/blas.js";
 
 type F32 = { [i: number]: number; length: number };
@@ -22,8 +23,15 @@ export function matmulF32(
   B: F32, bo: number, sbk: number, sbn: number,
   out: F32 & { fill?: unknown }, oo: number,
 ): boolean {
-  if (M <= GEMV_MAX_M && gemvF32(M, K, N, A, ao, sam, sak, B, bo, sbk, sbn, out, oo)) return true; // skinny: stream B in place
   const rt = wasmRuntime();
+  // skinny x @ W^T with every operand in place: the native AVX-512 kernel streams W (decode's linear layers)
+  // (a stride of a single row or column is any number: the kernel never reads it)
+  const ldx = M === 1 ? K : sam, ldw = N === 1 ? K : sbn;
+  if (rt && M <= SGEMV_MAX_M && sak === 1 && sbk === 1 && K > 0 && N > 0 && ldx >= K && ldw >= K &&
+      inArena(rt, A) && inArena(rt, B) && inArena(rt, out) && !overlaps(out, A) && !overlaps(out, B) &&
+      nativeSgemv(rt, M, K, N, A.byteOffset + ao * 4, ldx, B.byteOffset + bo * 4, ldw, out.byteOffset + oo * 4, N))
+    return true;
+  if (M <= GEMV_MAX_M && gemvF32(M, K, N, A, ao, sam, sak, B, bo, sbk, sbn, out, oo)) return true; // skinny: stream B in place
   if (!rt) return false;
   if (M === 0 || N === 0) return true;
   if (blasMatmul(rt, M, K, N, A, [ao], sam, sak, B, [bo], sbk, sbn, out, oo)) return true;

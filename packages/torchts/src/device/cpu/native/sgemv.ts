@@ -1,0 +1,57 @@
+// The native float32 product for few activation rows (native/sgemv_avx512.c), run by matmulF32 for
+// x @ W^T with 1-8 rows of x when the bridge's AVX-512 GEMM runs float32 products
+// (TORCHTS_CPU_BLAS=auto or avx512) and every operand is in the shared memory with rows contiguous
+// in k: decode's linear layers. Why: the GEMM packs op(B) on every call (an 8x8 transpose per 64
+// weights), which at a handful of rows costs more than the product, and the wasm kernel
+// (wasm/gemv.ts) streams the weight once per 4 rows with 128-bit vectors; the bench Llama's f32
+// decode at batch 8 read its weights at ~9 GB/s through them. Every output is one summation order
+// whatever the row count or the thread split, so a sequence decoded alone or in a batch agrees.
+import { blasBridge, bridgePoolFn } from "./blas.js";
+import type { WasmRuntime } from "../wasm/runtime.js";
+
+/** Int32 words of sgemv's parameter block (offsets in bytes, strides in floats). */
+export const SGEMV = { x: 0, ldx: 1, M: 2, K: 3, w: 4, ldw: 5, out: 6, ldo: 7, N: 8, words: 9 } as const;
+
+/**
+ * The most rows of x the native kernel takes. 40 products x [M, 768] @ [2048, 768]^T (252 MB of
+ * weights, 2 threads; scratch/sgemv_time.ts) against the paths before it: M 1 7.2 vs 9.2 ms (wasm
+ * gemv), 4 7.6 vs 17.8, 8 11.6 vs 28.3; 12 16.8 vs 18.9 and 16 23.7 vs 21.0 (the GEMM): from 12 rows
+ * the passes over x outgrow L1 and the GEMM is as fast.
+ */
+export const SGEMV_MAX_M = 8;
+const MIN_MACS_PER_THREAD = 1 << 16;
+
+/** Calls the native kernel took (tests check which path ran). */
+export const nativeSgemvStats = { calls: 0 };
+
+/** Each runtime's parameter block, allocated once (decode makes ~85 of these calls a step). */
+const blocks = new WeakMap<WasmRuntime, { ptr: number; words: Int32Array }>();
+
+/**
+ * out[optr + (r*ldo + n)*4] = sum_k x[xptr + (r*ldx + k)*4] * w[wptr + (n*ldw + k)*4] for r < M,
+ * n < N, on the AVX-512 kernel across the pool's threads. False (nothing run) where that kernel
+ * does not run: no bridge, another kernel selected, or more than SGEMV_MAX_M rows.
+ */
+export function nativeSgemv(
+  rt: WasmRuntime, M: number, K: number, N: number,
+  xptr: number, ldx: number, wptr: number, ldw: number, optr: number, ldo: number,
+): boolean {
+  if (M < 1 || M > SGEMV_MAX_M || K < 1 || N < 1) return false;
+  const blas = blasBridge();
+  if (blas?.kernel !== "avx512") return false;
+  const fn = bridgePoolFn(rt, blas.bridge, "sgemv");
+  let b = blocks.get(rt);
+  if (!b) {
+    const ptr = rt.arena.alloc(SGEMV.words * 4);
+    blocks.set(rt, (b = { ptr, words: rt.view(Int32Array, ptr, SGEMV.words) }));
+  }
+  // the view goes stale when the memory grows (a new buffer)
+  if (b.words.buffer !== rt.memory.buffer) b.words = rt.view(Int32Array, b.ptr, SGEMV.words);
+  const g = b.words;
+  g[SGEMV.x] = xptr; g[SGEMV.ldx] = ldx; g[SGEMV.M] = M; g[SGEMV.K] = K; g[SGEMV.w] = wptr; g[SGEMV.ldw] = ldw;
+  g[SGEMV.out] = optr; g[SGEMV.ldo] = ldo; g[SGEMV.N] = N;
+  nativeSgemvStats.calls++;
+  // pairs of weight rows per unit: the kernel's tiles are two rows wide
+  rt.pool.run(fn, N, [b.ptr], 2, Math.ceil(MIN_MACS_PER_THREAD / (2 * K * M)));
+  return true;
+}
