@@ -14,9 +14,10 @@ export const SGEMV = { x: 0, ldx: 1, M: 2, K: 3, w: 4, ldw: 5, out: 6, ldo: 7, N
 
 /**
  * The most rows of x the native kernel takes. 40 products x [M, 768] @ [2048, 768]^T (252 MB of
- * weights, 2 threads; scratch/sgemv_time.ts) against the paths before it: M 1 7.2 vs 9.2 ms (wasm
- * gemv), 4 7.6 vs 17.8, 8 11.6 vs 28.3; 12 16.8 vs 18.9 and 16 23.7 vs 21.0 (the GEMM): from 12 rows
- * the passes over x outgrow L1 and the GEMM is as fast.
+ * weights, 2 threads; bench/transformers/f32_gemv.ts), against the wasm kernel, two runs: M 1 5.6 / 7.3 vs
+ * 6.6 / 7.7 ms, 4 6.5 / 8.1 vs 15.2 / 14.8, 8 9.5 / 11.5 vs 26.5 / 24.1. At 12 and 16 rows this kernel (a
+ * throwaway run with the limit raised) took 16.8 and 23.7 ms against the AVX-512 GEMM's 18.9 and
+ * 21.0: its passes over x outgrow L1 there.
  */
 export const SGEMV_MAX_M = 8;
 const MIN_MACS_PER_THREAD = 1 << 16;
