@@ -1,9 +1,8 @@
 // torchts' float32 product for few activation rows (decode at batch 1-8, wasm/matmul.ts) on CPUs with AVX-512:
-// x @ W^T with W's rows read in place, no packing. Why: the GEMM packs op(B) (an 8x8 transpose
-// per 64 weights) for every call, which at a handful of rows costs more than the product, and the
-// wasm kernel (wasm/gemv.ts) streams the weight once per 4 rows with 128-bit vectors; the bench
-// Llama's f32 decode at batch 8 read its weights at ~9 GB/s that way. Here each weight row is
-// read from memory once for every row of x (passes of 4 rows re-read it from L1).
+// x @ W^T with W's rows read in place, no packing. Why: the wasm kernel (wasm/gemv.ts) streams the
+// weight once per 4 rows with 128-bit vectors, and the bench Llama's f32 decode at batch 8 read its
+// weights at ~9 GB/s through it. Here each weight row is read from memory once for every row of x
+// (passes of 4 rows; the later ones read it from L1), and the row 3 on is fetched meanwhile.
 //
 // Every output is the same sum whatever M, the weight rows' split across threads or the pass it
 // lands in: four 16-lane chains over k (64-float steps, 16 to each chain; the full 16s left to

@@ -11,6 +11,7 @@ import { matmulF32 } from "./wasm/matmul.js";
 import { PREMUL_MAX_GS, QROWS } from "./wasm/qgemv.js";
 import { wasmRuntime, type WasmRuntime } from "./wasm/runtime.js";
 import { QGEMV, nativeQ8GemvFn, nativeQ8GemvStats } from "./native/qgemv.js";
+import { bridgeBlock } from "./native/blas.js";
 
 /** Above this many rows the weight is dequantized once for the GEMM instead of streamed per 4 rows. */
 const STREAM_MAX_M = 16;
@@ -121,24 +122,12 @@ function streamed(
   }
 }
 
-/**
- * Each runtime's q8Gemv parameter block, allocated once: a decode step makes ~85 of these calls,
- * and a job's block is only read while pool.run runs it (run returns after every chunk is done).
- */
-const qgemvBlocks = new WeakMap<WasmRuntime, { ptr: number; words: Int32Array }>();
-
 /** int8 rows on a native kernel (0 AVX2, 1 AVX-512): all M rows per weight row, weight rows across the threads. */
 function nativeStreamed(
   rt: WasmRuntime, fn: number, kernel: 0 | 1, M: number, K: number, N: number, gs: number,
   xptr: number, args: number[], hasBias: boolean, bptr: number, optr: number,
 ): void {
-  let b = qgemvBlocks.get(rt);
-  if (!b) {
-    const ptr = rt.arena.alloc(QGEMV.words * 4);
-    qgemvBlocks.set(rt, (b = { ptr, words: rt.view(Int32Array, ptr, QGEMV.words) }));
-  }
-  // the view goes stale when the memory grows (a new buffer)
-  if (b.words.buffer !== rt.memory.buffer) b.words = rt.view(Int32Array, b.ptr, QGEMV.words);
+  const b = bridgeBlock(rt, "q8Gemv", QGEMV.words);
   const w = b.words;
   w[QGEMV.x] = xptr; w[QGEMV.ldx] = K; w[QGEMV.M] = M; w[QGEMV.K] = K; w[QGEMV.gs] = gs; w[QGEMV.q] = args[0]!; w[QGEMV.s] = args[1]!;
   w[QGEMV.hasBias] = hasBias ? 1 : 0; w[QGEMV.bias] = bptr; w[QGEMV.out] = optr; w[QGEMV.ldo] = N; w[QGEMV.N] = N; w[QGEMV.kernel] = kernel;

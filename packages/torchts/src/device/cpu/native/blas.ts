@@ -112,6 +112,26 @@ export function bridgePoolFn(rt: WasmRuntime, b: Bridge, name: BridgePoolFn): nu
   return fn;
 }
 
+const blocks = new WeakMap<WasmRuntime, Map<BridgePoolFn, { ptr: number; words: Int32Array }>>();
+
+/**
+ * The parameter block of the bridge's pool function `name` on rt's memory: `words` int32 words,
+ * allocated once per runtime (decode makes ~85 calls a step, and a job's block is only read while
+ * pool.run runs it), as a view that is current even after the memory grew.
+ */
+export function bridgeBlock(rt: WasmRuntime, name: BridgePoolFn, words: number): { ptr: number; words: Int32Array } {
+  let byFn = blocks.get(rt);
+  if (!byFn) blocks.set(rt, (byFn = new Map()));
+  let b = byFn.get(name);
+  if (!b) {
+    const ptr = rt.arena.alloc(words * 4);
+    byFn.set(name, (b = { ptr, words: rt.view(Int32Array, ptr, words) }));
+  }
+  // the view goes stale when the memory grows (a new buffer)
+  if (b.words.buffer !== rt.memory.buffer) b.words = rt.view(Int32Array, b.ptr, words);
+  return b;
+}
+
 const MODES: readonly Mode[] = ["auto", "avx512", "avx2", "openblas", "off"];
 const proc = (globalThis as { process?: NodeProcess }).process;
 let mode: Mode = envMode();

@@ -1,12 +1,11 @@
 // The native float32 product for few activation rows (native/sgemv_avx512.c), run by matmulF32 for
 // x @ W^T with 1-8 rows of x when the bridge's AVX-512 GEMM runs float32 products
 // (TORCHTS_CPU_BLAS=auto or avx512) and every operand is in the shared memory with rows contiguous
-// in k: decode's linear layers. Why: the GEMM packs op(B) on every call (an 8x8 transpose per 64
-// weights), which at a handful of rows costs more than the product, and the wasm kernel
-// (wasm/gemv.ts) streams the weight once per 4 rows with 128-bit vectors; the bench Llama's f32
-// decode at batch 8 read its weights at ~9 GB/s through them. Every output is one summation order
+// in k: decode's linear layers. Why: the wasm kernel (wasm/gemv.ts) streams the weight once per 4
+// rows with 128-bit vectors; the bench Llama's f32 decode at batch 8 read its weights at ~9 GB/s
+// through it. Every output is one summation order
 // whatever the row count or the thread split, so a sequence decoded alone or in a batch agrees.
-import { blasBridge, bridgePoolFn } from "./blas.js";
+import { blasBridge, bridgeBlock, bridgePoolFn } from "./blas.js";
 import type { WasmRuntime } from "../wasm/runtime.js";
 
 /** Int32 words of sgemv's parameter block (offsets in bytes, strides in floats). */
@@ -25,9 +24,6 @@ const MIN_MACS_PER_THREAD = 1 << 16;
 /** Calls the native kernel took (tests check which path ran). */
 export const nativeSgemvStats = { calls: 0 };
 
-/** Each runtime's parameter block, allocated once (decode makes ~85 of these calls a step). */
-const blocks = new WeakMap<WasmRuntime, { ptr: number; words: Int32Array }>();
-
 /**
  * out[optr + (r*ldo + n)*4] = sum_k x[xptr + (r*ldx + k)*4] * w[wptr + (n*ldw + k)*4] for r < M,
  * n < N, on the AVX-512 kernel across the pool's threads. False (nothing run) where that kernel
@@ -41,18 +37,11 @@ export function nativeSgemv(
   const blas = blasBridge();
   if (blas?.kernel !== "avx512") return false;
   const fn = bridgePoolFn(rt, blas.bridge, "sgemv");
-  let b = blocks.get(rt);
-  if (!b) {
-    const ptr = rt.arena.alloc(SGEMV.words * 4);
-    blocks.set(rt, (b = { ptr, words: rt.view(Int32Array, ptr, SGEMV.words) }));
-  }
-  // the view goes stale when the memory grows (a new buffer)
-  if (b.words.buffer !== rt.memory.buffer) b.words = rt.view(Int32Array, b.ptr, SGEMV.words);
+  const b = bridgeBlock(rt, "sgemv", SGEMV.words);
   const g = b.words;
   g[SGEMV.x] = xptr; g[SGEMV.ldx] = ldx; g[SGEMV.M] = M; g[SGEMV.K] = K; g[SGEMV.w] = wptr; g[SGEMV.ldw] = ldw;
   g[SGEMV.out] = optr; g[SGEMV.ldo] = ldo; g[SGEMV.N] = N;
   nativeSgemvStats.calls++;
-  // pairs of weight rows per unit: the kernel's tiles are two rows wide
-  rt.pool.run(fn, N, [b.ptr], 2, Math.ceil(MIN_MACS_PER_THREAD / (2 * K * M)));
+  rt.pool.run(fn, N, [b.ptr], 1, Math.ceil(MIN_MACS_PER_THREAD / (K * M)));
   return true;
 }
