@@ -7,7 +7,7 @@
 // values behind), and the collector's milliseconds per step. `--pretenuring` also runs each mode
 // with V8's allocation-site pretenuring left on (TORCHTS_V8_PRETENURING=1; bench/RESULTS.md,
 // session 17).
-//   node --import tsx bench/small_step/gc_stats.ts [--steps 400] [--pretenuring]
+//   node --import tsx bench/small_step/gc_stats.ts [--steps 400] [--batches N] [--pretenuring]
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { numberArg } from "../lib.js";
@@ -17,17 +17,18 @@ const child = process.argv.indexOf("--child");
 if (child >= 0) {
   const mode = process.argv[child + 1] as "strict" | "fused" | "compiled";
   const steps = Number(process.argv[child + 2]);
+  const nb = Number(process.argv[child + 3]) || steps;
   const torch = await import("../../packages/torchts/src/index.js");
   const { batchTensors, batches, makeModel, step } = await import("./model.js");
   torch.backends.cpu.setNumThreads(2);
   const m = makeModel();
-  const data = batches(steps).map(batchTensors);
+  const data = batches(nb).map(batchTensors);
   const fn = mode === "compiled" ? torch.compile((x: typeof data[0][0], y: typeof data[0][0]) => step(m, x, y)) : (x: typeof data[0][0], y: typeof data[0][0]) => step(m, x, y);
   const t0 = performance.now();
   for (let i = 0; i < steps; i++) {
     if (i === steps >> 1) console.log(`MARK ${performance.now() - t0}`); // the second half starts
     await torch.withEagerMode(mode === "strict" ? "strict" : "fused", async () => {
-      const l = fn(...data[i]!);
+      const l = fn(...data[i % nb]!);
       torch.sync();
       return await l.item();
     });
@@ -38,13 +39,18 @@ if (child >= 0) {
 
 const STEPS = numberArg("--steps") ?? 400;
 if (!(Number.isInteger(STEPS) && STEPS >= 20)) throw new Error(`gc_stats: --steps must be an integer of at least 20, got ${STEPS}`);
+// --batches N: cycle over N batches instead of one per step. With fewer batch tensors live, where
+// the host reads fall against the arena's collections changes: 100 batches over 600 steps is the
+// loop in which strict eager collected twice in a row (session 23's scratch loop, bench/RESULTS.md).
+const BATCHES = numberArg("--batches") ?? STEPS;
+if (!(Number.isInteger(BATCHES) && BATCHES >= 1)) throw new Error(`gc_stats: --batches must be a positive integer, got ${BATCHES}`);
 const variants: [string, Record<string, string>][] = [["", {}]];
 if (process.argv.includes("--pretenuring")) variants.push([" (pretenuring on)", { TORCHTS_V8_PRETENURING: "1" }]);
-console.log(`small GPT step, 2 threads; collections over the second half of ${STEPS} steps, per 100 steps`);
+console.log(`small GPT step, 2 threads; collections over the second half of ${STEPS} steps (${BATCHES} batches, cycled), per 100 steps`);
 console.log(`mode                        scavenges  mean pause ms  promoted KB each   mark-compacts  mean pause ms   GC ms/step   step ms (mean)`);
 for (const mode of ["strict", "fused", "compiled"])
   for (const [label, env] of variants) {
-    const r = spawnSync(process.execPath, ["--trace-gc-nvp", "--import", "tsx", self, "--child", mode, String(STEPS)], { env: { ...process.env, ...env }, encoding: "utf8", maxBuffer: 256 << 20 });
+    const r = spawnSync(process.execPath, ["--trace-gc-nvp", "--import", "tsx", self, "--child", mode, String(STEPS), String(BATCHES)], { env: { ...process.env, ...env }, encoding: "utf8", maxBuffer: 256 << 20 });
     if (r.status !== 0) throw new Error(`gc_stats: the ${mode} run failed (${r.status}): ${r.stderr.slice(-500)}`);
     // collection lines print "<pid> <ms> ms: pause=... gc=s|mc ... promoted=..."; MARK/END are ours
     let inHalf = false;
