@@ -1,7 +1,8 @@
-// torchts' float32 product for few activation rows (decode at batch 1-8, wasm/matmul.ts) on CPUs with AVX-512:
+// torchts' float32 product for few activation rows (decode at batch 1-16, wasm/matmul.ts) on CPUs with AVX-512:
 // x @ W^T with W's rows read in place, no packing. Why: the wasm kernel (wasm/gemv.ts) streams the
 // weight once per 4 rows with 128-bit vectors, and the bench Llama's f32 decode at batch 8 read its
-// weights at ~9 GB/s through it. Here each weight row is read from memory once for every row of x
+// weights at ~9 GB/s through it (from 9 rows the AVX-512 GEMM ran, packing the weights on every
+// call). Here each weight row is read from memory once for every row of x
 // (passes of 4 rows; the later ones read it from L1), and the row 3 on is fetched meanwhile.
 //
 // Every output is the same sum whatever M, the weight rows' split across threads or the pass it
@@ -74,13 +75,20 @@ SV_TARGET static inline __attribute__((always_inline)) void sv_tile(const tts_sg
 // every row of x against weight row n: passes of 4 rows (the row is read from memory in the
 // first, from L1 in the others), the rest in one
 SV_TARGET void tts_sgemv_avx512(const tts_sgemv_t* g, int lo, int hi) {
-  for (int n = lo; n < hi; n++) {
+  // up to 8 rows of x: one weight row at a time (its later passes read it from L1). More: blocks of
+  // 8 weight rows, each pass of 4 rows of x over the block, so x's rows stay in L1 across the block
+  // instead of all of x being read again for every weight row. The order of the loops does not
+  // change any output's sum.
+  const int blk = g->M <= 8 ? 1 : 8;
+  for (int nb = lo; nb < hi; nb += blk) {
+    const int ne = nb + blk < hi ? nb + blk : hi;
     int r0 = 0;
-    for (; r0 + 4 <= g->M; r0 += 4) sv_tile(g, r0, 4, n);
+    for (; r0 + 4 <= g->M; r0 += 4)
+      for (int n = nb; n < ne; n++) sv_tile(g, r0, 4, n);
     switch (g->M - r0) {
-      case 3: sv_tile(g, r0, 3, n); break;
-      case 2: sv_tile(g, r0, 2, n); break;
-      case 1: sv_tile(g, r0, 1, n); break;
+      case 3: for (int n = nb; n < ne; n++) sv_tile(g, r0, 3, n); break;
+      case 2: for (int n = nb; n < ne; n++) sv_tile(g, r0, 2, n); break;
+      case 1: for (int n = nb; n < ne; n++) sv_tile(g, r0, 1, n); break;
       default: break;
     }
   }

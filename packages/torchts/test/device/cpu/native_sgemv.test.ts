@@ -1,9 +1,9 @@
 // The native float32 product for few rows (src/device/cpu/native/sgemv.ts, native/sgemv_avx512.c):
-// with the AVX-512 GEMM selected, x @ W^T of 1-8 rows with rows contiguous in k takes it (decode's
+// with the AVX-512 GEMM selected, x @ W^T of 1-16 rows with rows contiguous in k takes it (decode's
 // linear layers); it matches a float64 reference and the wasm kernel (K below, at and past 16, 64
 // and their multiples; odd N; one output column; row strides); each row's output has the same bits
 // whatever the other rows and the thread count (a sequence decoded alone or in a batch); other
-// layouts, 9 rows and other GEMM choices keep the old paths; a NaN stays in its row; strict, fused
+// layouts, 17 rows and other GEMM choices keep the old paths; a NaN stays in its row; strict, fused
 // and compiled agree; and the bridge refuses wrong parameter blocks without writing. Skipped where
 // the CPU has no AVX-512 (the kernel does not exist there; gemv.test.ts covers the wasm kernel).
 import { test } from "node:test";
@@ -50,12 +50,12 @@ async function f64Linear(x: Tensor, w: Tensor): Promise<Float64Array> {
 }
 
 test("native sgemv: decode-sized linear calls take it and match float64 and the wasm kernel", { skip: !avx512 }, async () => {
-  assert.equal(SGEMV_MAX_M, 8);
+  assert.equal(SGEMV_MAX_M, 16);
   torch.manualSeed(31);
   // K: under one vector, a vector and a tail, the 64-float step and the 16s after it, large
   for (const K of [5, 16, 23, 64, 80, 117, 200, 768])
     for (const N of [1, 7, 66])
-      for (const M of [1, 2, 3, 4, 5, 8]) {
+      for (const M of [1, 2, 3, 4, 5, 8, 9, 14, 16]) {
         if (M * N * K < 4096) continue; // smaller products run on plain JS loops (kernels.ts)
         const x = torch.randn(M, K).mul(2), w = torch.randn(N, K);
         const what = `M ${M} K ${K} N ${N}`;
@@ -75,9 +75,10 @@ test("native sgemv: decode-sized linear calls take it and match float64 and the 
 test("native sgemv: a row's output has the same bits alone, in any batch, at 1 and 2 threads", { skip: !avx512 }, async () => {
   torch.manualSeed(32);
   const K = 200, N = 301;
-  const x = torch.randn(8, K), w = torch.randn(N, K);
+  // 16 rows run in blocks of weight rows, up to 8 one weight row at a time: the same sums
+  const x = torch.randn(16, K), w = torch.randn(N, K);
   const [all] = await run("avx512", () => torch.nn.functional.linear(x, w));
-  for (const [start, rows] of [[0, 1], [3, 1], [7, 1], [2, 3], [4, 4], [1, 6]] as const) {
+  for (const [start, rows] of [[0, 1], [3, 1], [15, 1], [2, 3], [4, 4], [1, 6], [8, 8], [5, 11]] as const) {
     const [part, calls] = await run("avx512", () => torch.nn.functional.linear(x.narrow(0, start, rows).contiguous(), w));
     assert.equal(calls, 1);
     assert.deepEqual(part, all.subarray(start * N, (start + rows) * N), `rows ${start}..${start + rows}`);
@@ -91,20 +92,20 @@ test("native sgemv: a row's output has the same bits alone, in any batch, at 1 a
     torch.backends.cpu.setNumThreads(before);
   }
   // a row stride past K (rows of a wider buffer) and 3-d input give the same sums
-  const wide = torch.randn(8, K + 24);
+  const wide = torch.randn(16, K + 24);
   const [strided, c1] = await run("avx512", () => torch.nn.functional.linear(wide.narrow(1, 8, K), w));
   const [dense] = await run("avx512", () => torch.nn.functional.linear(wide.narrow(1, 8, K).contiguous(), w));
   assert.equal(c1, 1, "rows at a stride past K take the kernel");
   assert.deepEqual(strided, dense);
-  const [three] = await run("avx512", () => torch.nn.functional.linear(x.reshape([2, 4, K]), w));
+  const [three] = await run("avx512", () => torch.nn.functional.linear(x.reshape([2, 8, K]), w));
   assert.deepEqual(three, all);
 });
 
-test("native sgemv: other layouts, 9 rows and other GEMM choices keep their paths; a NaN stays in its row", { skip: !avx512 }, async () => {
+test("native sgemv: other layouts, 17 rows and other GEMM choices keep their paths; a NaN stays in its row", { skip: !avx512 }, async () => {
   torch.manualSeed(33);
   const x = torch.randn(4, 96), w = torch.randn(40, 96);
   for (const m of ["off", "openblas", "avx2"] as const) assert.equal((await run(m, () => torch.nn.functional.linear(x, w)))[1], 0, `blas ${m}`);
-  assert.equal((await run("avx512", () => torch.nn.functional.linear(torch.randn(9, 96), w)))[1], 0, "9 rows: the GEMM");
+  assert.equal((await run("avx512", () => torch.nn.functional.linear(torch.randn(17, 96), w)))[1], 0, "17 rows: the GEMM");
   assert.equal((await run("avx512", () => torch.matmul(x, w.t().contiguous())))[1], 0, "x @ B (B rows along n): the wasm gemv");
   assert.equal((await run("avx512", () => torch.nn.functional.linear(torch.randn(96, 4).t(), w)))[1], 0, "x's columns contiguous: not in place");
   const xh = (await x.data()) as Float32Array;

@@ -1,5 +1,5 @@
 // The native float32 product for few activation rows (native/sgemv_avx512.c), run by matmulF32 for
-// x @ W^T with 1-8 rows of x when the bridge's AVX-512 GEMM runs float32 products
+// x @ W^T with 1-16 rows of x when the bridge's AVX-512 GEMM runs float32 products
 // (TORCHTS_CPU_BLAS=auto or avx512) and every operand is in the shared memory with rows contiguous
 // in k: decode's linear layers. Why: the wasm kernel (wasm/gemv.ts) streams the weight once per 4
 // rows with 128-bit vectors; the bench Llama's f32 decode at batch 8 read its weights at ~9 GB/s
@@ -14,11 +14,11 @@ export const SGEMV = { x: 0, ldx: 1, M: 2, K: 3, w: 4, ldw: 5, out: 6, ldo: 7, N
 /**
  * The most rows of x the native kernel takes. 40 products x [M, 768] @ [2048, 768]^T (252 MB of
  * weights, 2 threads; bench/transformers/f32_gemv.ts), against the wasm kernel, two runs: M 1 5.6 / 7.3 vs
- * 6.6 / 7.7 ms, 4 6.5 / 8.1 vs 15.2 / 14.8, 8 9.5 / 11.5 vs 26.5 / 24.1. At 12 and 16 rows this kernel (a
- * throwaway run with the limit raised) took 16.8 and 23.7 ms against the AVX-512 GEMM's 18.9 and
- * 21.0: its passes over x outgrow L1 there.
+ * 6.6 / 7.7 ms, 4 6.5 / 8.1 vs 15.2 / 14.8, 8 9.5 / 11.5 vs 26.5 / 24.1. Against the AVX-512 GEMM
+ * (alternating runs with the limit at 8): M 12 12.6 / 13.3 vs 15.5 / 12.9 ms, 16 14.5 / 12.8 vs
+ * 19.2 / 16.2. Past 8 rows the kernel works on blocks of 8 weight rows so x's rows stay in L1.
  */
-export const SGEMV_MAX_M = 8;
+export const SGEMV_MAX_M = 16;
 const MIN_MACS_PER_THREAD = 1 << 16;
 
 /** Calls the native kernel took (tests check which path ran). */
