@@ -1,6 +1,6 @@
 // Float32 decode products: x [M, 768] @ W^T for 40 weights [2048, 768] (252 MB, past the caches, as
 // a decode step reads its weights), M = 1-16 rows, on the GEMM choice `auto` (the native AVX-512
-// few-row kernel for M <= 8 where the CPU has AVX-512, then the GEMM) and `off` (the wasm few-row
+// few-row kernel for M <= 16 where the CPU has AVX-512, else the GEMM) and `off` (the wasm few-row
 // kernel for M <= 8, then the wasm GEMM), interleaved in one process so machine noise hits both
 // alike: strict eager, medians of 9 rounds, and the weight bytes streamed per second.
 //   T=2 node --import tsx bench/transformers/f32_gemv.ts
