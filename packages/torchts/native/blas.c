@@ -479,12 +479,13 @@ static napi_value js_q8_gemv(napi_env env, napi_callback_info info) {
   for (int i = 0; i < QG_WORDS; i++)
     if (p[i] < 0) goto bad;
   const int64_t M = p[QG_M], K = p[QG_K], gs = p[QG_GS], N = p[QG_N], ldx = p[QG_LDX], ldo = p[QG_LDO];
-  // QG_KERNEL: 0 the AVX2 kernel, 1 the AVX-512 one (where this CPU has it)
+  // QG_KERNEL: 0 the AVX2 kernel, 1 the AVX-512 one (where this CPU has it). Extents are compared in
+  // floats (bytes for q): every term is below 2^62, so no sum overflows
   if (M < 1 || K < 1 || N < 1 || gs < 1 || K % gs || ldx < K || ldo < N || p[QG_HASBIAS] > 1 || p[QG_KERNEL] > 1 ||
       (p[QG_KERNEL] == 1 && !avx512) || p[QG_X] % 4 ||
-      p[QG_S] % 4 || p[QG_BIAS] % 4 || p[QG_OUT] % 4 || p[QG_X] + ((M - 1) * ldx + K) * 4 > bytes ||
-      p[QG_Q] + N * K > bytes || p[QG_S] + N * (K / gs) * 4 > bytes || (p[QG_HASBIAS] && p[QG_BIAS] + N * 4 > bytes) ||
-      p[QG_OUT] + ((M - 1) * ldo + N) * 4 > bytes || lo < 0 || lo >= hi || hi > N)
+      p[QG_S] % 4 || p[QG_BIAS] % 4 || p[QG_OUT] % 4 || p[QG_X] / 4 + (M - 1) * ldx + K > bytes / 4 ||
+      p[QG_Q] + N * K > bytes || p[QG_S] / 4 + N * (K / gs) > bytes / 4 || (p[QG_HASBIAS] && p[QG_BIAS] / 4 + N > bytes / 4) ||
+      p[QG_OUT] / 4 + (M - 1) * ldo + N > bytes / 4 || lo < 0 || lo >= hi || hi > N)
     goto bad;
   tts_q8gemv_t g = {(const float*)(mem + p[QG_X]), ldx, (int)M, (int)K, (int)gs, (const int8_t*)(mem + p[QG_Q]),
                     (const float*)(mem + p[QG_S]), p[QG_HASBIAS] ? (const float*)(mem + p[QG_BIAS]) : NULL,
@@ -518,9 +519,11 @@ static napi_value js_sgemv(napi_env env, napi_callback_info info) {
   for (int i = 0; i < SV_WORDS; i++)
     if (p[i] < 0) goto bad;
   const int64_t M = p[SV_M], K = p[SV_K], N = p[SV_N], ldx = p[SV_LDX], ldw = p[SV_LDW], ldo = p[SV_LDO];
+  // extents in floats: every term is below 2^62, so no sum overflows
+  const int64_t floats = (int64_t)n;
   if (M < 1 || K < 1 || N < 1 || ldx < K || ldw < K || ldo < N || p[SV_X] % 4 || p[SV_W] % 4 || p[SV_OUT] % 4 ||
-      p[SV_X] + ((M - 1) * ldx + K) * 4 > bytes || p[SV_W] + ((N - 1) * ldw + K) * 4 > bytes ||
-      p[SV_OUT] + ((M - 1) * ldo + N) * 4 > bytes || lo < 0 || lo >= hi || hi > N)
+      p[SV_X] / 4 + (M - 1) * ldx + K > floats || p[SV_W] / 4 + (N - 1) * ldw + K > floats ||
+      p[SV_OUT] / 4 + (M - 1) * ldo + N > floats || lo < 0 || lo >= hi || hi > N)
     goto bad;
   tts_sgemv_t g = {(const float*)(mem + p[SV_X]), ldx, (int)M, (int)K, (const float*)(mem + p[SV_W]), ldw,
                    m + p[SV_OUT] / 4, ldo, (int)N};

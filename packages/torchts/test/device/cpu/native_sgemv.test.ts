@@ -158,6 +158,7 @@ test("native sgemv: the bridge refuses wrong parameter blocks without writing", 
   for (const over of <Record<number, number>[]>[
     { [G.K]: 0 }, { [G.ldx]: 8 }, { [G.ldw]: 15 }, { [G.ldo]: 2 }, { [G.x]: 4090 }, { [G.w]: 4090 }, { [G.out]: 4090 },
     { [G.x]: 258 }, { [G.w]: 514 }, { [G.out]: 770 }, { [G.M]: -1 }, { [G.M]: 0 }, { [G.N]: 0 }, { [G.K]: 1 << 30 },
+    { [G.M]: 0x7fffffff, [G.ldx]: 0x7fffffff }, { [G.N]: 0x7fffffff, [G.ldw]: 0x7fffffff }, // extents past 2^64 bytes
   ]) {
     block(over);
     assert.throws(() => b.sgemv(mem, 0, 1, 0), /sgemv: parameter block or rows out of range/, JSON.stringify(over));
