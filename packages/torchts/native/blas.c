@@ -419,7 +419,7 @@ static napi_value js_q8_rows(napi_env env, napi_callback_info info) {
   if (!p) return NULL;
   const int64_t K = p[QR_K], Kp = p[QR_KP], M = p[QR_M], ldx = p[QR_LDX], ldu = p[QR_LDU];
   if (K < 1 || M < 1 || Kp != (K + 3) / 4 * 4 || ldx < K || ldu < Kp || p[QR_X] % 4 || p[QR_SX] % 4 ||
-      p[QR_X] + ((M - 1) * ldx + K) * 4 > bytes || p[QR_XU] + (M - 1) * ldu + Kp > bytes || p[QR_SX] + M * 4 > bytes ||
+      p[QR_X] / 4 + (M - 1) * ldx + K > bytes / 4 || p[QR_XU] + (M - 1) * ldu + Kp > bytes || p[QR_SX] + M * 4 > bytes ||
       lo < 0 || lo >= hi || hi > M) {
     napi_throw_range_error(env, NULL, "q8Rows: parameter block or units out of range");
     return NULL;
@@ -437,12 +437,13 @@ static napi_value js_w8a8(napi_env env, napi_callback_info info) {
   const int64_t K = p[WS_K], Kp = p[WS_KP], M = p[WS_M], Mp = p[WS_MP], N = p[WS_N], gs = p[WS_GS], ldu = p[WS_LDU],
                 ldo = p[WS_LDO], share = p[WS_SHARE];
   const int64_t G = gs > 0 ? K / gs : 0;
-  // an int32 group sum of (q + 128) x w stays exact while gs * 255 * 127 < 2^31
+  // an int32 group sum of (q + 128) x w stays exact while gs * 255 * 127 < 2^31. Float extents are
+  // compared in floats: every term is below 2^62, so no sum overflows
   if (K < 1 || M < 1 || N < 1 || Kp != (K + 3) / 4 * 4 || gs < 1 || (gs % 4 && gs != K) || K % gs || gs > 65536 ||
       Mp < (M + 11) / 12 * 12 || ldu < Kp || ldo < N || share < 32 || share % 32 || p[WS_HASBIAS] > 1 ||
       p[WS_S] % 4 || p[WS_BIAS] % 4 || p[WS_OUT] % 4 || p[WS_SX] % 4 || p[WS_XU] + (Mp - 1) * ldu + Kp > bytes ||
-      p[WS_SX] + M * 4 > bytes || p[WS_Q] + N * K > bytes || p[WS_S] + N * G * 4 > bytes ||
-      (p[WS_HASBIAS] && p[WS_BIAS] + N * 4 > bytes) || p[WS_OUT] + ((M - 1) * ldo + N) * 4 > bytes || lo < 0 ||
+      p[WS_SX] + M * 4 > bytes || p[WS_Q] + N * K > bytes || p[WS_S] / 4 + N * G > bytes / 4 ||
+      (p[WS_HASBIAS] && p[WS_BIAS] / 4 + N > bytes / 4) || p[WS_OUT] / 4 + (M - 1) * ldo + N > bytes / 4 || lo < 0 ||
       lo >= hi || hi > (N + share - 1) / share) {
     napi_throw_range_error(env, NULL, "w8a8Slab: parameter block or units out of range");
     return NULL;
