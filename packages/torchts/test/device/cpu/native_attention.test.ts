@@ -7,26 +7,18 @@
 // (blas.test.ts checks, under CI, that it is there when the CPU lists it).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createRequire } from "node:module";
 import * as torch from "../../../src/index.js";
 import type { Tensor } from "../../../src/index.js";
 import { setCpuBlas } from "../../../src/device/cpu/native/blas.js";
 import { NATIVE_ATTN, NATIVE_ATTN_DEC, nativeAttnDecStats, nativeAttnStats } from "../../../src/device/cpu/native/attention.js";
 import { segmentedAttention } from "../../../src/nn/functional/attention.js";
 import { close } from "../../nn/functional/close.js";
+import { addon, hasKernel } from "./addon.js";
 
 const F = torch.nn.functional;
 type Opts = Parameters<typeof F.scaledDotProductAttention>[3];
 type SegOpts = NonNullable<Parameters<typeof segmentedAttention>[3]>;
-type Addon = { kernels(): string; attnFwd(...a: unknown[]): void; attnDecode(...a: unknown[]): void };
-const addon = ((): Addon | null => {
-  try {
-    return createRequire(import.meta.url)("../../../build/native/torchts_blas.node") as Addon;
-  } catch {
-    return null;
-  }
-})();
-const avx512 = process.env.TORCHTS_CPU_BACKEND !== "js" && !!addon?.kernels().split(",").includes("avx512");
+const avx512 = hasKernel("avx512");
 
 /**
  * `run()` on the native kernel `stats` counts (asserting it ran once, and none of `others`), on the

@@ -5,23 +5,15 @@
 // block without writing. conv.test.ts checks the composite against its decomposition.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createRequire } from "node:module";
 import * as torch from "../../../src/index.js";
 import type { Tensor } from "../../../src/index.js";
 import type { ConvOpts } from "../../../src/nn/functional/conv.js";
 import { setCpuBlas } from "../../../src/device/cpu/native/blas.js";
 import { IM2COL, nativeConvStats } from "../../../src/device/cpu/native/conv.js";
+import { addon, hasKernel } from "./addon.js";
 
 const F = torch.nn.functional;
-type Addon = { kernels(): string; im2col(...a: unknown[]): void };
-const addon = ((): Addon | null => {
-  try {
-    return createRequire(import.meta.url)("../../../build/native/torchts_blas.node") as Addon;
-  } catch {
-    return null;
-  }
-})();
-const native = process.env.TORCHTS_CPU_BACKEND !== "js" && (addon?.kernels() ?? "") !== "";
+const native = hasKernel();
 
 async function conv(blas: "auto" | "off", x: Tensor, w: Tensor, b: Tensor | null, opts: ConvOpts): Promise<{ out: Float32Array; ran: number }> {
   setCpuBlas(blas);

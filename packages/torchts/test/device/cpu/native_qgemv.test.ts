@@ -9,7 +9,6 @@
 // cases where it has no AVX-512).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createRequire } from "node:module";
 import * as torch from "../../../src/index.js";
 import type { Tensor } from "../../../src/index.js";
 import { quantizeWeight } from "../../../src/transformers/index.js";
@@ -17,17 +16,10 @@ import { dequantizeInt8, linearInt8 } from "../../../src/nn/functional/quantized
 import { setCpuBlas } from "../../../src/device/cpu/native/blas.js";
 import { QGEMV, nativeQ8GemvStats } from "../../../src/device/cpu/native/qgemv.js";
 import { linearF64 } from "../../transformers/helpers.js";
+import { addon, hasKernel } from "./addon.js";
 
-type Addon = { kernels(): string; q8Gemv(...a: unknown[]): void };
-const addon = ((): Addon | null => {
-  try {
-    return createRequire(import.meta.url)("../../../build/native/torchts_blas.node") as Addon;
-  } catch {
-    return null;
-  }
-})();
-const avx2 = process.env.TORCHTS_CPU_BACKEND !== "js" && !!addon?.kernels().split(",").includes("avx2");
-const avx512 = avx2 && !!addon?.kernels().split(",").includes("avx512");
+const avx2 = hasKernel("avx2");
+const avx512 = avx2 && hasKernel("avx512");
 
 /** linearInt8 under GEMM choice `blas`, and how many native calls it made. */
 async function run(blas: "avx2" | "avx512" | "off" | "openblas", x: Tensor, q: Tensor, s: Tensor, b: Tensor | null): Promise<[Float32Array, number]> {

@@ -8,21 +8,13 @@
 // the CPU has no AVX-512 (the kernel does not exist there; gemv.test.ts covers the wasm kernel).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createRequire } from "node:module";
 import * as torch from "../../../src/index.js";
 import type { Tensor } from "../../../src/index.js";
 import { setCpuBlas } from "../../../src/device/cpu/native/blas.js";
 import { SGEMV, SGEMV_MAX_M, nativeSgemvStats } from "../../../src/device/cpu/native/sgemv.js";
+import { addon, hasKernel } from "./addon.js";
 
-type Addon = { kernels(): string; sgemv(...a: unknown[]): void };
-const addon = ((): Addon | null => {
-  try {
-    return createRequire(import.meta.url)("../../../build/native/torchts_blas.node") as Addon;
-  } catch {
-    return null;
-  }
-})();
-const avx512 = process.env.TORCHTS_CPU_BACKEND !== "js" && !!addon?.kernels().split(",").includes("avx512");
+const avx512 = hasKernel("avx512");
 
 /** f(), its output's values and how many native calls it made, under GEMM choice `blas`. */
 async function run(blas: "avx512" | "avx2" | "openblas" | "off", f: () => Tensor): Promise<[Float32Array, number]> {

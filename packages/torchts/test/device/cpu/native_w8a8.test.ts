@@ -6,24 +6,16 @@
 // bridge refuses without writing. Skipped where the CPU has no AVX-512 VNNI.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createRequire } from "node:module";
 import * as torch from "../../../src/index.js";
 import type { Tensor } from "../../../src/index.js";
 import { quantizeWeight } from "../../../src/transformers/index.js";
 import { linearW8A8 } from "../../../src/nn/functional/quantized.js";
 import { setCpuBlas } from "../../../src/device/cpu/native/blas.js";
 import { nativeW8A8Stats, Q8_ROWS, W8A8_SLAB } from "../../../src/device/cpu/native/w8a8.js";
+import { addon, hasKernel } from "./addon.js";
 
-type Addon = { kernels(): string; vnni(): boolean; q8Rows(...a: unknown[]): void; w8a8Slab(...a: unknown[]): void };
-const addon = ((): Addon | null => {
-  try {
-    return createRequire(import.meta.url)("../../../build/native/torchts_blas.node") as Addon;
-  } catch {
-    return null;
-  }
-})();
 const f32 = Math.fround;
-const vnni = process.env.TORCHTS_CPU_BACKEND !== "js" && !!addon?.kernels().split(",").includes("avx512") && !!addon?.vnni();
+const vnni = hasKernel("avx512") && !!addon?.vnni();
 
 /** Every row of a many-row call, bit for bit, against the same rows one call each (the decode kernel). */
 async function check(what: string, x: Tensor, q: Tensor, s: Tensor, bias: Tensor | null, native = true): Promise<void> {
