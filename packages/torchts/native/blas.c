@@ -383,30 +383,39 @@ enum { QR_X, QR_LDX, QR_K, QR_XU, QR_LDU, QR_KP, QR_SX, QR_M, QR_WORDS };
 enum { WS_XU, WS_LDU, WS_KP, WS_M, WS_MP, WS_N, WS_K, WS_GS, WS_Q, WS_S, WS_HASBIAS, WS_BIAS, WS_OUT, WS_LDO, WS_SX,
        WS_SHARE, WS_WORDS };
 
-static const int32_t* block_arg(napi_env env, napi_callback_info info, const char* fn, int words, uint8_t** mem,
-                                int64_t* bytes, int64_t* lo, int64_t* hi) {
+// Throws "<fn>: parameter block or <unit> out of range" (unit: what lo and hi count).
+static void range_error(napi_env env, const char* fn, const char* unit) {
+  char msg[96];
+  snprintf(msg, sizeof msg, "%s: parameter block or %s out of range", fn, unit);
+  napi_throw_range_error(env, NULL, msg);
+}
+
+// The (memory, lo, hi, block) arguments of a pool function whose parameter block is `words` int32
+// words, inside the memory and none negative; NULL with the error thrown otherwise, or when the CPU
+// lacks its kernel (`usable` 0: "<fn>: this CPU has no <kernel> kernel").
+static const int32_t* block_arg(napi_env env, napi_callback_info info, const char* fn, int words, int usable,
+                                const char* kernel, const char* unit, uint8_t** mem, int64_t* bytes, int64_t* lo,
+                                int64_t* hi) {
   float* m;
   size_t n;
   int64_t pb;
   if (!pool_args(env, info, fn, &m, &n, lo, hi, &pb)) return NULL;
-  char msg[96];
-  if (!vnni) {
-    snprintf(msg, sizeof msg, "%s: this CPU has no AVX-512 VNNI kernel", fn);
+  if (!usable) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "%s: this CPU has no %s kernel", fn, kernel);
     napi_throw_range_error(env, NULL, msg);
     return NULL;
   }
   *mem = (uint8_t*)m;
   *bytes = (int64_t)n * 4;
   if (pb < 0 || pb % 4 || pb + 4LL * words > *bytes) {
-    snprintf(msg, sizeof msg, "%s: parameter block or units out of range", fn);
-    napi_throw_range_error(env, NULL, msg);
+    range_error(env, fn, unit);
     return NULL;
   }
   const int32_t* p = (const int32_t*)(*mem + pb);
   for (int i = 0; i < words; i++)
     if (p[i] < 0) {
-      snprintf(msg, sizeof msg, "%s: parameter block or units out of range", fn);
-      napi_throw_range_error(env, NULL, msg);
+      range_error(env, fn, unit);
       return NULL;
     }
   return p;
@@ -415,13 +424,13 @@ static const int32_t* block_arg(napi_env env, napi_callback_info info, const cha
 static napi_value js_q8_rows(napi_env env, napi_callback_info info) {
   uint8_t* mem;
   int64_t bytes, lo, hi;
-  const int32_t* p = block_arg(env, info, "q8Rows", QR_WORDS, &mem, &bytes, &lo, &hi);
+  const int32_t* p = block_arg(env, info, "q8Rows", QR_WORDS, vnni, "AVX-512 VNNI", "units", &mem, &bytes, &lo, &hi);
   if (!p) return NULL;
   const int64_t K = p[QR_K], Kp = p[QR_KP], M = p[QR_M], ldx = p[QR_LDX], ldu = p[QR_LDU];
   if (K < 1 || M < 1 || Kp != (K + 3) / 4 * 4 || ldx < K || ldu < Kp || p[QR_X] % 4 || p[QR_SX] % 4 ||
       p[QR_X] / 4 + (M - 1) * ldx + K > bytes / 4 || p[QR_XU] + (M - 1) * ldu + Kp > bytes || p[QR_SX] + M * 4 > bytes ||
       lo < 0 || lo >= hi || hi > M) {
-    napi_throw_range_error(env, NULL, "q8Rows: parameter block or units out of range");
+    range_error(env, "q8Rows", "units");
     return NULL;
   }
   tts_q8_rows_avx512((const float*)(mem + p[QR_X]), ldx, (int)K, mem + p[QR_XU], ldu, (int)Kp, (float*)(mem + p[QR_SX]),
@@ -432,7 +441,7 @@ static napi_value js_q8_rows(napi_env env, napi_callback_info info) {
 static napi_value js_w8a8(napi_env env, napi_callback_info info) {
   uint8_t* mem;
   int64_t bytes, lo, hi;
-  const int32_t* p = block_arg(env, info, "w8a8Slab", WS_WORDS, &mem, &bytes, &lo, &hi);
+  const int32_t* p = block_arg(env, info, "w8a8Slab", WS_WORDS, vnni, "AVX-512 VNNI", "units", &mem, &bytes, &lo, &hi);
   if (!p) return NULL;
   const int64_t K = p[WS_K], Kp = p[WS_KP], M = p[WS_M], Mp = p[WS_MP], N = p[WS_N], gs = p[WS_GS], ldu = p[WS_LDU],
                 ldo = p[WS_LDO], share = p[WS_SHARE];
@@ -445,7 +454,7 @@ static napi_value js_w8a8(napi_env env, napi_callback_info info) {
       p[WS_SX] + M * 4 > bytes || p[WS_Q] + N * K > bytes || p[WS_S] / 4 + N * G > bytes / 4 ||
       (p[WS_HASBIAS] && p[WS_BIAS] / 4 + N > bytes / 4) || p[WS_OUT] / 4 + (M - 1) * ldo + N > bytes / 4 || lo < 0 ||
       lo >= hi || hi > (N + share - 1) / share) {
-    napi_throw_range_error(env, NULL, "w8a8Slab: parameter block or units out of range");
+    range_error(env, "w8a8Slab", "units");
     return NULL;
   }
   tts_w8a8_t w = {mem + p[WS_XU], (const float*)(mem + p[WS_SX]), (const int8_t*)(mem + p[WS_Q]),
@@ -465,20 +474,10 @@ static napi_value js_w8a8(napi_env env, napi_callback_info info) {
 enum { QG_X, QG_LDX, QG_M, QG_K, QG_GS, QG_Q, QG_S, QG_HASBIAS, QG_BIAS, QG_OUT, QG_LDO, QG_N, QG_KERNEL, QG_WORDS };
 
 static napi_value js_q8_gemv(napi_env env, napi_callback_info info) {
-  float* m;
-  size_t n;
-  int64_t lo, hi, pb;
-  if (!pool_args(env, info, "q8Gemv", &m, &n, &lo, &hi, &pb)) return NULL;
-  if (!avx2) {
-    napi_throw_range_error(env, NULL, "q8Gemv: this CPU has no AVX2 kernel");
-    return NULL;
-  }
-  const uint8_t* mem = (const uint8_t*)m;
-  const int64_t bytes = (int64_t)n * 4;
-  if (pb < 0 || pb % 4 || pb + 4LL * QG_WORDS > bytes) goto bad;
-  const int32_t* p = (const int32_t*)(mem + pb);
-  for (int i = 0; i < QG_WORDS; i++)
-    if (p[i] < 0) goto bad;
+  uint8_t* mem;
+  int64_t bytes, lo, hi;
+  const int32_t* p = block_arg(env, info, "q8Gemv", QG_WORDS, avx2, "AVX2", "rows", &mem, &bytes, &lo, &hi);
+  if (!p) return NULL;
   const int64_t M = p[QG_M], K = p[QG_K], gs = p[QG_GS], N = p[QG_N], ldx = p[QG_LDX], ldo = p[QG_LDO];
   // QG_KERNEL: 0 the AVX2 kernel, 1 the AVX-512 one (where this CPU has it). Extents are compared in
   // floats (bytes for q): every term is below 2^62, so no sum overflows
@@ -486,16 +485,15 @@ static napi_value js_q8_gemv(napi_env env, napi_callback_info info) {
       (p[QG_KERNEL] == 1 && !avx512) || p[QG_X] % 4 ||
       p[QG_S] % 4 || p[QG_BIAS] % 4 || p[QG_OUT] % 4 || p[QG_X] / 4 + (M - 1) * ldx + K > bytes / 4 ||
       p[QG_Q] + N * K > bytes || p[QG_S] / 4 + N * (K / gs) > bytes / 4 || (p[QG_HASBIAS] && p[QG_BIAS] / 4 + N > bytes / 4) ||
-      p[QG_OUT] / 4 + (M - 1) * ldo + N > bytes / 4 || lo < 0 || lo >= hi || hi > N)
-    goto bad;
+      p[QG_OUT] / 4 + (M - 1) * ldo + N > bytes / 4 || lo < 0 || lo >= hi || hi > N) {
+    range_error(env, "q8Gemv", "rows");
+    return NULL;
+  }
   tts_q8gemv_t g = {(const float*)(mem + p[QG_X]), ldx, (int)M, (int)K, (int)gs, (const int8_t*)(mem + p[QG_Q]),
                     (const float*)(mem + p[QG_S]), p[QG_HASBIAS] ? (const float*)(mem + p[QG_BIAS]) : NULL,
-                    (float*)(m) + p[QG_OUT] / 4, ldo};
+                    (float*)(mem + p[QG_OUT]), ldo};
   if (p[QG_KERNEL] == 1) tts_q8gemv_avx512(&g, (int)lo, (int)hi);
   else tts_q8gemv_avx2(&g, (int)lo, (int)hi);
-  return NULL;
-bad:
-  napi_throw_range_error(env, NULL, "q8Gemv: parameter block or rows out of range");
   return NULL;
 }
 
@@ -505,33 +503,22 @@ bad:
 enum { SV_X, SV_LDX, SV_M, SV_K, SV_W, SV_LDW, SV_OUT, SV_LDO, SV_N, SV_WORDS };
 
 static napi_value js_sgemv(napi_env env, napi_callback_info info) {
-  float* m;
-  size_t n;
-  int64_t lo, hi, pb;
-  if (!pool_args(env, info, "sgemv", &m, &n, &lo, &hi, &pb)) return NULL;
-  if (!avx512) {
-    napi_throw_range_error(env, NULL, "sgemv: this CPU has no AVX-512 kernel");
-    return NULL;
-  }
-  const uint8_t* mem = (const uint8_t*)m;
-  const int64_t bytes = (int64_t)n * 4;
-  if (pb < 0 || pb % 4 || pb + 4LL * SV_WORDS > bytes) goto bad;
-  const int32_t* p = (const int32_t*)(mem + pb);
-  for (int i = 0; i < SV_WORDS; i++)
-    if (p[i] < 0) goto bad;
+  uint8_t* mem;
+  int64_t bytes, lo, hi;
+  const int32_t* p = block_arg(env, info, "sgemv", SV_WORDS, avx512, "AVX-512", "rows", &mem, &bytes, &lo, &hi);
+  if (!p) return NULL;
   const int64_t M = p[SV_M], K = p[SV_K], N = p[SV_N], ldx = p[SV_LDX], ldw = p[SV_LDW], ldo = p[SV_LDO];
   // extents in floats: every term is below 2^62, so no sum overflows
-  const int64_t floats = (int64_t)n;
+  const int64_t floats = bytes / 4;
   if (M < 1 || K < 1 || N < 1 || ldx < K || ldw < K || ldo < N || p[SV_X] % 4 || p[SV_W] % 4 || p[SV_OUT] % 4 ||
       p[SV_X] / 4 + (M - 1) * ldx + K > floats || p[SV_W] / 4 + (N - 1) * ldw + K > floats ||
-      p[SV_OUT] / 4 + (M - 1) * ldo + N > floats || lo < 0 || lo >= hi || hi > N)
-    goto bad;
+      p[SV_OUT] / 4 + (M - 1) * ldo + N > floats || lo < 0 || lo >= hi || hi > N) {
+    range_error(env, "sgemv", "rows");
+    return NULL;
+  }
   tts_sgemv_t g = {(const float*)(mem + p[SV_X]), ldx, (int)M, (int)K, (const float*)(mem + p[SV_W]), ldw,
-                   m + p[SV_OUT] / 4, ldo, (int)N};
+                   (float*)(mem + p[SV_OUT]), ldo, (int)N};
   tts_sgemv_avx512(&g, (int)lo, (int)hi);
-  return NULL;
-bad:
-  napi_throw_range_error(env, NULL, "sgemv: parameter block or rows out of range");
   return NULL;
 }
 
