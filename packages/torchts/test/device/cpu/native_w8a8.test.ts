@@ -109,7 +109,7 @@ test("native w8a8: the bridge refuses wrong parameter blocks without writing", {
   assert.deepEqual([...B8.subarray(512, 520)], new Array(8).fill(255), "0.5 / (0.5 / 127) = 127, stored as 255");
   assert.equal(mem[160], f32(0.5 / 127));
   for (const over of <Record<number, number>[]>[{ [Q.K]: 0 }, { [Q.Kp]: 12 }, { [Q.ldu]: 4 }, { [Q.x]: 8190 }, { [Q.xu]: 8190 }, { [Q.sx]: 8190 }, { [Q.ldx]: -1 }, { [Q.x]: 258 },
-    { [Q.M]: 0x7fffffff, [Q.ldx]: 0x7fffffff }]) { // an extent past 2^64 bytes
+    { [Q.M]: 0x7fffffff, [Q.ldx]: 0x7fffffff }]) { // an extent past 2^64 bytes: refused (other checks refuse it too; the wrap the float-unit checks prevent needs operands near 4 GiB)
     qrows(over);
     B8.fill(7, 512, 704);
     assert.throws(() => b.q8Rows(mem, 0, 1, 0), /q8Rows: parameter block or units out of range/, JSON.stringify(over));
@@ -137,7 +137,7 @@ test("native w8a8: the bridge refuses wrong parameter blocks without writing", {
   for (const over of <Record<number, number>[]>[
     { [W.gs]: 3 }, { [W.gs]: 6 }, { [W.Mp]: 2 }, { [W.share]: 16 }, { [W.ldo]: 3 }, { [W.hasBias]: 2 },
     { [W.q]: 8180 }, { [W.out]: 8190 }, { [W.s]: 737 }, { [W.xu]: 8120 }, { [W.hasBias]: 1, [W.bias]: 8190 }, { [W.N]: -4 },
-    // extents past 2^64 bytes
+    // extents past 2^64 bytes: refused (other checks refuse these too; the wrap the float-unit checks prevent needs operands near 4 GiB)
     { [W.M]: 0x7ffffff0, [W.Mp]: 0x7ffffff0, [W.ldo]: 0x7fffffff }, { [W.N]: 0x7fffffe0, [W.K]: 0x40000000, [W.gs]: 4, [W.Kp]: 0x40000000, [W.ldu]: 0x40000000, [W.ldo]: 0x7fffffe0 },
   ]) {
     slab(over);
