@@ -13,16 +13,26 @@ export const SGEMV = { x: 0, ldx: 1, M: 2, K: 3, w: 4, ldw: 5, out: 6, ldo: 7, N
 
 /**
  * The most rows of x the native kernel takes. 40 products x [M, 768] @ [2048, 768]^T (252 MB of
- * weights, 2 threads; bench/transformers/f32_gemv.ts), against the wasm kernel, two runs: M 1 5.6 / 7.3 vs
- * 6.6 / 7.7 ms, 4 6.5 / 8.1 vs 15.2 / 14.8, 8 9.5 / 11.5 vs 26.5 / 24.1. Against the AVX-512 GEMM
- * (alternating runs with the limit at 8): M 12 12.6 / 13.3 vs 15.5 / 12.9 ms, 16 14.5 / 12.8 vs
- * 19.2 / 16.2. Past 8 rows the kernel works on blocks of 8 weight rows so x's rows stay in L1.
+ * weights, 2 threads; bench/transformers/f32_gemv.ts, every path in one process, two runs), the
+ * paths before it over this kernel: M 1 1.14x / 0.97x (memory-bound either way), 2 1.46 / 1.64,
+ * 4 2.12 / 2.31, 8 2.40 / 2.73 (the wasm few-row kernel); 12 1.03 / 1.03, 16 1.44 / 1.24 (the
+ * AVX-512 GEMM). Past 8 rows the kernel works on blocks of 8 weight rows so x's rows stay in L1.
  */
 export const SGEMV_MAX_M = 16;
 const MIN_MACS_PER_THREAD = 1 << 16;
 
 /** Calls the native kernel took (tests check which path ran). */
 export const nativeSgemvStats = { calls: 0 };
+
+let enabled = true;
+/**
+ * Benchmark and test seam: false sends these products to the paths they took before this kernel
+ * (the wasm few-row kernel, or the GEMM from 9 rows), so bench/transformers/f32_gemv.ts times both
+ * in one process.
+ */
+export function setNativeSgemv(on: boolean): void {
+  enabled = on;
+}
 
 /**
  * out[optr + (r*ldo + n)*4] = sum_k x[xptr + (r*ldx + k)*4] * w[wptr + (n*ldw + k)*4] for r < M,
@@ -33,7 +43,7 @@ export function nativeSgemv(
   rt: WasmRuntime, M: number, K: number, N: number,
   xptr: number, ldx: number, wptr: number, ldw: number, optr: number, ldo: number,
 ): boolean {
-  if (M < 1 || M > SGEMV_MAX_M || K < 1 || N < 1) return false;
+  if (!enabled || M < 1 || M > SGEMV_MAX_M || K < 1 || N < 1) return false;
   const blas = blasBridge();
   if (blas?.kernel !== "avx512") return false;
   const fn = bridgePoolFn(rt, blas.bridge, "sgemv");
