@@ -52,7 +52,9 @@ const selected = only ? jobs.filter((j) => only.some((o) => j.file.startsWith(o)
 const transformers = `${here}transformers`;
 if (selected.some((j) => j.dir === "transformers" || j.dir === "serve") && !existsSync(`${transformers}/node_modules/node-llama-cpp/package.json`)) {
   process.stderr.write(`bench: installing node-llama-cpp 3.21.1 in bench/transformers ...\n`);
-  for (const args of [["install", "--omit=optional", "--no-audit", "--no-fund"], ["install", "--no-save", "--no-audit", "--no-fund", "@node-llama-cpp/linux-x64@3.21.1"]]) {
+  // the prebuilt binary: this platform's (optional dependencies are skipped for the rest)
+  const prebuilt = `@node-llama-cpp/${process.platform === "darwin" ? "mac" : process.platform === "win32" ? "win" : process.platform}-${process.arch}@3.21.1`;
+  for (const args of [["install", "--omit=optional", "--no-audit", "--no-fund"], ["install", "--no-save", "--no-audit", "--no-fund", prebuilt]]) {
     const r = spawnSync("npm", args, { cwd: transformers, stdio: "inherit" });
     if (r.status !== 0) process.stderr.write(`bench: npm ${args.join(" ")} failed (${r.status ?? r.signal}); the llama.cpp rows will report the error\n`);
   }
